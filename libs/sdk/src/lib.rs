@@ -1,0 +1,26 @@
+//! The rules contract of the Juegoland engine.
+//!
+//! Owns: positions (config, participants, data, flow, result), the typed [`Game`] trait
+//! authors implement and its erased JSON-level form ([`ErasedGame`]) that the engine and
+//! the registry use, the deterministic services rules receive (captured instant, labelled
+//! randomness with a private trace and a replay mode) and the component library (decks,
+//! dice, wheels, boards, pieces, custom kinds; instances and zones).
+//!
+//! Must not use: tokio, IO of any kind, clocks, OS randomness, the network, storage, or any
+//! one game's rules. Everything here is synchronous and deterministic.
+
+pub mod erased;
+pub mod game;
+pub mod position;
+pub mod random;
+
+pub use erased::{ErasedGame, ErasedOffer, ErasedProjection, ErasedTransition, LoadedPosition, Schemas, erase};
+pub use game::{
+    ActionSpec, ConflictPolicy, Corrupt, DeadlineOp, Descriptor, Game, Lifecycle, Offer, Participation, PhaseSpec, Pos,
+    Projection, Recipient, RuleError, Setup, StageSpec, Trans, Transition,
+};
+pub use position::{
+    Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, Seat,
+    seat_ids,
+};
+pub use random::{EntropySource, Randomness, ScriptedEntropy, Services, SplitMix64, Trace, TraceEntry};
