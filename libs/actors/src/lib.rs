@@ -1,1 +1,15 @@
-//! placeholder
+//! The node's match actors.
+//!
+//! Owns: the [`Host`] — one supervised ractor actor per ACTIVE match, activated from the
+//! store on first use, passivated when idle, re-activated from the last committed state
+//! after a failure — the thin shell around the pure engine (clock, OS entropy), outbox
+//! dispatch to the bus and the sweeper that re-dispatches what a crash left behind, and
+//! built-in bot seats (decided off the actor, submitted like any seat's command).
+//! Must not use: any service crate, or know any game by name.
+
+mod host;
+pub mod metrics;
+pub mod shell;
+
+pub use host::{Host, HostConfig, HostError, MatchMsg, SyncReply};
+pub use metrics::Metrics;

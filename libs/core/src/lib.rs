@@ -1,1 +1,24 @@
-//! placeholder
+//! The engine core: the command pipeline as pure code.
+//!
+//! Owns: the registry of pinned rules modules with their compiled schemas; turning (stored
+//! match, command or lifecycle event, services) into a [`Commit`] value — new state and
+//! counters (revision, phase epoch, actor revisions), receipt, internal events, randomness
+//! trace, deadlines with generations, and per-recipient publications (snapshots with visible
+//! events and offers); validation of every rules output; replay of a match from its log.
+//!
+//! Must not use: tokio, IO, storage, the network, clocks or OS randomness (the caller passes
+//! the captured instant and an entropy source), nor know any game by name.
+
+pub mod pipeline;
+pub mod project;
+pub mod registry;
+pub mod replay;
+pub mod state;
+
+pub use pipeline::{CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending};
+pub use registry::{LoadedGame, Registry, RegistryError};
+pub use replay::{ReplayError, replay};
+pub use state::{
+    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome,
+    SeatHolder,
+};

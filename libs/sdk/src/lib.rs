@@ -9,11 +9,16 @@
 //! Must not use: tokio, IO of any kind, clocks, OS randomness, the network, storage, or any
 //! one game's rules. Everything here is synchronous and deterministic.
 
+pub mod components;
 pub mod erased;
 pub mod game;
 pub mod position;
 pub mod random;
 
+pub use components::{
+    CardFace, ComponentDeclaration, ComponentDefinition, ComponentError, ComponentSet, CustomRegistry, Instance,
+    InstanceId, Visibility, Zone, ZoneError, Zones, check_conservation, poker52,
+};
 pub use erased::{ErasedGame, ErasedOffer, ErasedProjection, ErasedTransition, LoadedPosition, Schemas, erase};
 pub use game::{
     ActionSpec, ConflictPolicy, Corrupt, DeadlineOp, Descriptor, Game, Lifecycle, Offer, Participation, PhaseSpec, Pos,

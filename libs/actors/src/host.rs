@@ -1,0 +1,707 @@
+//! The match host: one supervised actor per active match.
+//!
+//! The actor is the match's serialization point: it holds the live match, asks the pure
+//! engine for a decision, commits it through the store (whose revision compare-and-set is
+//! the fence), then answers and dispatches the publications to the bus. Rule rejections are
+//! replies, not actor failures; only real faults fail the actor, and the supervisor lets the
+//! next request re-activate it from the last committed state. Activation is on first use,
+//! passivation after an idle time.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use juegoland_bus::Bus;
+use juegoland_core::{
+    Decision, Engine, GameKey, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey,
+    SeatHolder,
+};
+use juegoland_protocol::{
+    Action, CommandEnvelope, ErrorCode, ErrorMessage, Precondition, ServerMessage, fingerprint_hex,
+};
+use juegoland_sdk::{ConflictPolicy, Recipient, Seat};
+use juegoland_store::{Store, StoreError};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+use tracing::{error, info, warn};
+use uuid::Uuid;
+
+use crate::metrics::Metrics;
+use crate::shell::{OsEntropy, now_ms, random_uuid};
+
+/// Host settings, with the defaults a node runs with.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// An actor with no message for this long passivates.
+    pub idle_passivation: Duration,
+    /// The longest a caller waits for a match actor's answer.
+    pub call_timeout: Duration,
+    /// How often undispatched outbox rows are swept to the bus.
+    pub sweep_interval: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            idle_passivation: Duration::from_secs(300),
+            call_timeout: Duration::from_secs(10),
+            sweep_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why a host operation could not be answered with a protocol message.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("match not found")]
+    NotFound,
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal failure: {0}")]
+    Internal(String),
+    #[error("lifecycle refused: {0}")]
+    Lifecycle(LifecycleError),
+    #[error("create refused: {0}")]
+    Create(juegoland_core::CreateError),
+}
+
+impl HostError {
+    /// The protocol error this maps to.
+    pub fn to_error_message(&self, match_id: Option<Uuid>) -> ErrorMessage {
+        let code = match self {
+            HostError::NotFound => ErrorCode::MatchNotFound,
+            HostError::Unavailable(_) => ErrorCode::Unavailable,
+            HostError::Internal(_) | HostError::Lifecycle(_) | HostError::Create(_) => ErrorCode::Internal,
+        };
+        let mut e = ErrorMessage::new(code);
+        e.match_id = match_id;
+        e
+    }
+}
+
+impl From<StoreError> for HostError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(m) => HostError::Unavailable(m),
+            StoreError::Conflict { .. } => HostError::Unavailable(e.to_string()),
+            StoreError::Corrupt(m) => HostError::Internal(m),
+        }
+    }
+}
+
+/// The answer to a sync read: the snapshot at the current committed revision and the
+/// match's contract tuple.
+#[derive(Clone, Debug)]
+pub struct SyncReply {
+    pub seat: Seat,
+    pub revision: u64,
+    pub game: GameKey,
+    pub view_schema_version: u32,
+    pub event_schema_version: u32,
+    pub snapshot: ServerMessage,
+}
+
+pub enum MatchMsg {
+    Command { principal: String, envelope: CommandEnvelope, reply: RpcReplyPort<ServerMessage> },
+    Sync { principal: String, reply: RpcReplyPort<Result<SyncReply, ErrorMessage>> },
+    CommandStatus { principal: String, command_id: Uuid, reply: RpcReplyPort<ServerMessage> },
+    Lifecycle { request: LifecycleRequest, reply: RpcReplyPort<Result<u64, HostError>> },
+    /// A bot seat's decided action, for the revision it was decided on.
+    BotMove { seat: Seat, revision: u64, action_type: String, payload: Value },
+    IdleCheck,
+    /// The committed state, for tests and admin reads.
+    Inspect { reply: RpcReplyPort<MatchState> },
+    /// The last committed revision (for cursors).
+    Revision { reply: RpcReplyPort<u64> },
+}
+
+struct Shared {
+    engine: Arc<Engine>,
+    store: Arc<dyn Store>,
+    bus: Arc<dyn Bus>,
+    metrics: Metrics,
+    config: HostConfig,
+    slots: parking_lot::Mutex<HashMap<Uuid, Arc<OnceCell<ActorRef<MatchMsg>>>>>,
+    actor_ids: parking_lot::Mutex<HashMap<ActorId, Uuid>>,
+    supervisor: OnceLock<ActorRef<()>>,
+}
+
+/// A handle to the match host. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    shared: Arc<Shared>,
+}
+
+impl Host {
+    /// Starts the host: its supervisor and its outbox sweeper.
+    pub async fn start(
+        engine: Arc<Engine>,
+        store: Arc<dyn Store>,
+        bus: Arc<dyn Bus>,
+        metrics: Metrics,
+        config: HostConfig,
+    ) -> Result<Self, HostError> {
+        let shared = Arc::new(Shared {
+            engine,
+            store,
+            bus,
+            metrics,
+            config,
+            slots: parking_lot::Mutex::new(HashMap::new()),
+            actor_ids: parking_lot::Mutex::new(HashMap::new()),
+            supervisor: OnceLock::new(),
+        });
+        let (supervisor, _) = Actor::spawn(None, Supervisor, Arc::downgrade(&shared))
+            .await
+            .map_err(|e| HostError::Internal(format!("start supervisor: {e}")))?;
+        let _ = shared.supervisor.set(supervisor);
+        let host = Host { shared };
+        host.spawn_sweeper();
+        Ok(host)
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.shared.engine
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.shared.store
+    }
+
+    pub fn bus(&self) -> &Arc<dyn Bus> {
+        &self.shared.bus
+    }
+
+    /// Creates a match (revision 0) and activates it, so bot seats start playing.
+    pub async fn create_match(
+        &self,
+        game: &GameKey,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: &Value,
+    ) -> Result<Uuid, HostError> {
+        let match_id = random_uuid();
+        let (pending, _live) = self
+            .shared
+            .engine
+            .create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new())
+            .map_err(HostError::Create)?;
+        self.shared.store.commit(&pending.commit).await?;
+        info!(match_id = %match_id, game = %game.id, "match created");
+        self.actor(match_id).await?;
+        Ok(match_id)
+    }
+
+    /// Submits a command from `principal`; the answer is a `game.ack` or a `game.error`.
+    pub async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
+        let match_id = envelope.match_id;
+        let principal = principal.to_owned();
+        self.call(match_id, move |reply| MatchMsg::Command {
+            principal: principal.clone(),
+            envelope: envelope.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// Reads the current committed snapshot for `principal`'s seat (sync barrier step 2).
+    pub async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
+        let principal = principal.to_owned();
+        self.call(match_id, move |reply| MatchMsg::Sync { principal: principal.clone(), reply }).await
+    }
+
+    pub async fn command_status(
+        &self,
+        match_id: Uuid,
+        principal: &str,
+        command_id: Uuid,
+    ) -> Result<ServerMessage, HostError> {
+        let principal = principal.to_owned();
+        self.call(match_id, move |reply| MatchMsg::CommandStatus { principal: principal.clone(), command_id, reply })
+            .await
+    }
+
+    /// Withdraws a seat (a platform operation); returns the new revision.
+    pub async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
+        let request = LifecycleRequest::Withdraw { seat: seat.to_owned() };
+        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply }).await?
+    }
+
+    /// The committed state of a match (activating it if needed).
+    pub async fn inspect(&self, match_id: Uuid) -> Result<MatchState, HostError> {
+        self.call(match_id, |reply| MatchMsg::Inspect { reply }).await
+    }
+
+    /// The last committed revision of a match.
+    pub async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
+        self.call(match_id, |reply| MatchMsg::Revision { reply }).await
+    }
+
+    /// How many match actors are active.
+    pub fn active_actors(&self) -> usize {
+        self.shared.actor_ids.lock().len()
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        match_id: Uuid,
+        build: impl Fn(RpcReplyPort<T>) -> MatchMsg,
+    ) -> Result<T, HostError> {
+        // One retry: the actor may have passivated or failed between lookup and send.
+        for attempt in 0..2 {
+            let actor = self.actor(match_id).await?;
+            match actor.call(&build, Some(self.shared.config.call_timeout)).await {
+                Ok(ractor::rpc::CallResult::Success(v)) => return Ok(v),
+                Ok(ractor::rpc::CallResult::Timeout) => {
+                    return Err(HostError::Unavailable("the match did not answer in time".into()));
+                }
+                Ok(ractor::rpc::CallResult::SenderError) => {
+                    return Err(HostError::Unavailable("the match stopped while answering".into()));
+                }
+                Err(_) if attempt == 0 => self.forget(match_id, actor.get_id()),
+                Err(e) => return Err(HostError::Unavailable(format!("match actor: {e}"))),
+            }
+        }
+        Err(HostError::Unavailable("the match is restarting".into()))
+    }
+
+    fn forget(&self, match_id: Uuid, actor: ActorId) {
+        forget(&self.shared, match_id, actor);
+    }
+
+    /// The actor of `match_id`, activating it from the store on first use.
+    async fn actor(&self, match_id: Uuid) -> Result<ActorRef<MatchMsg>, HostError> {
+        let slot = self.shared.slots.lock().entry(match_id).or_default().clone();
+        let shared = self.shared.clone();
+        let result = slot
+            .get_or_try_init(|| async move {
+                let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
+                let live = shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?;
+                let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
+                let (actor, _) =
+                    Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
+                        .await
+                        .map_err(|e| HostError::Internal(format!("spawn match actor: {e}")))?;
+                shared.actor_ids.lock().insert(actor.get_id(), match_id);
+                shared.metrics.active_actors.inc();
+                shared.metrics.actor_events.with_label_values(&["activation"]).inc();
+                Ok::<_, HostError>(actor)
+            })
+            .await
+            .cloned();
+        if result.is_err() {
+            let mut slots = self.shared.slots.lock();
+            if slots.get(&match_id).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                slots.remove(&match_id);
+            }
+        }
+        result
+    }
+
+    fn spawn_sweeper(&self) {
+        let weak = Arc::downgrade(&self.shared);
+        let interval = self.shared.config.sweep_interval;
+        // The sweeper's owner is the host: it ends when the host is dropped.
+        tokio::spawn(async move {
+                let mut tick = tokio::time::interval(interval);
+                loop {
+                    tick.tick().await;
+                    let Some(shared) = weak.upgrade() else { return };
+                    if let Err(e) = sweep(&shared).await {
+                        warn!(error = %e, "outbox sweep failed");
+                    }
+                }
+        });
+    }
+}
+
+fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
+    if shared.actor_ids.lock().remove(&actor).is_some() {
+        shared.metrics.active_actors.dec();
+    }
+    let mut slots = shared.slots.lock();
+    if slots.get(&match_id).is_some_and(|s| s.get().is_some_and(|a| a.get_id() == actor)) {
+        slots.remove(&match_id);
+    }
+}
+
+/// Re-dispatches outbox rows left undispatched (after a crash or a bus failure).
+async fn sweep(shared: &Shared) -> Result<(), HostError> {
+    let rows = shared.store.undispatched(512).await?;
+    let mut by_revision: BTreeMap<(Uuid, u64), Vec<juegoland_core::Publication>> = BTreeMap::new();
+    for row in rows {
+        by_revision.entry((row.publication.match_id, row.publication.revision)).or_default().push(row.publication);
+    }
+    for ((match_id, revision), pubs) in by_revision {
+        match shared.bus.publish(&pubs).await {
+            Ok(()) => {
+                shared.store.mark_dispatched(match_id, revision).await?;
+                shared.metrics.dispatch.with_label_values(&["swept"]).inc();
+            }
+            Err(e) => {
+                shared.metrics.dispatch.with_label_values(&["failed"]).inc();
+                return Err(HostError::Unavailable(e.to_string()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Watches match actors: a stopped or failed actor is forgotten, and the next request
+/// re-activates it from the last committed state.
+struct Supervisor;
+
+impl Actor for Supervisor {
+    type Msg = ();
+    type State = std::sync::Weak<Shared>;
+    type Arguments = std::sync::Weak<Shared>;
+
+    async fn pre_start(&self, _: ActorRef<()>, args: Self::Arguments) -> Result<Self::State, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _: ActorRef<()>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(shared) = state.upgrade() else { return Ok(()) };
+        let (cell, failed) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            _ => return Ok(()),
+        };
+        let id = cell.get_id();
+        let match_id = shared.actor_ids.lock().get(&id).copied();
+        if let Some(match_id) = match_id {
+            match failed {
+                Some(err) => {
+                    error!(match_id = %match_id, error = %err, "match actor failed; it restarts from the last commit on next use");
+                    shared.metrics.actor_events.with_label_values(&["failure"]).inc();
+                }
+                None => shared.metrics.actor_events.with_label_values(&["passivation"]).inc(),
+            }
+            forget(&shared, match_id, id);
+        }
+        Ok(())
+    }
+}
+
+struct MatchActor {
+    shared: Arc<Shared>,
+}
+
+pub struct MatchActorState {
+    live: LiveMatch,
+    entropy: OsEntropy,
+    last_activity: Instant,
+    /// The revision a bot move is being computed for, if any.
+    bot_pending: Option<u64>,
+}
+
+impl Actor for MatchActor {
+    type Msg = MatchMsg;
+    type State = MatchActorState;
+    type Arguments = LiveMatch;
+
+    async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
+        Ok(MatchActorState { live, entropy: OsEntropy::new(), last_activity: Instant::now(), bot_pending: None })
+    }
+
+    async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+        let period = (self.shared.config.idle_passivation / 4).max(Duration::from_millis(50));
+        myself.send_interval(period, || MatchMsg::IdleCheck);
+        self.maybe_bot(&myself, state);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<MatchMsg>,
+        msg: MatchMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(msg, MatchMsg::IdleCheck) {
+            state.last_activity = Instant::now();
+        }
+        match msg {
+            MatchMsg::Command { principal, envelope, reply } => {
+                let answer = self.command(&myself, state, &principal, &envelope).await;
+                let _ = reply.send(answer);
+            }
+            MatchMsg::Sync { principal, reply } => {
+                let _ = reply.send(self.sync(state, &principal));
+            }
+            MatchMsg::CommandStatus { principal, command_id, reply } => {
+                let _ = reply.send(self.command_status(state, &principal, command_id).await);
+            }
+            MatchMsg::Lifecycle { request, reply } => {
+                let answer = self.lifecycle(&myself, state, &request).await;
+                let _ = reply.send(answer);
+            }
+            MatchMsg::BotMove { seat, revision, action_type, payload } => {
+                state.bot_pending = None;
+                if revision == state.live.state().revision {
+                    self.bot_move(&myself, state, &seat, action_type, payload).await;
+                }
+                self.maybe_bot(&myself, state);
+            }
+            MatchMsg::IdleCheck => {
+                if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
+                    myself.stop(Some("idle".into()));
+                }
+            }
+            MatchMsg::Inspect { reply } => {
+                let _ = reply.send(state.live.state().clone());
+            }
+            MatchMsg::Revision { reply } => {
+                let _ = reply.send(state.live.state().revision);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MatchActor {
+    fn error(&self, code: ErrorCode, match_id: Uuid, command_id: Option<Uuid>) -> ServerMessage {
+        let mut e = ErrorMessage::new(code);
+        e.match_id = Some(match_id);
+        e.command_id = command_id;
+        ServerMessage::Error(e)
+    }
+
+    async fn command(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        principal: &str,
+        envelope: &CommandEnvelope,
+    ) -> ServerMessage {
+        let started = Instant::now();
+        let m = &self.shared.metrics;
+        let match_id = state.live.state().match_id;
+        let command_id = Some(envelope.command_id);
+        let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id: envelope.command_id };
+        let existing = match self.shared.store.receipt(&key).await {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(match_id = %match_id, error = %e, "receipt lookup failed");
+                m.commands.with_label_values(&["unavailable", ""]).inc();
+                return self.error(ErrorCode::Unavailable, match_id, command_id);
+            }
+        };
+        let fingerprint = fingerprint_hex(envelope);
+        let decided = Instant::now();
+        let decision = self.shared.engine.command(
+            &state.live,
+            principal,
+            envelope,
+            &fingerprint,
+            existing,
+            now_ms(),
+            &mut state.entropy,
+        );
+        m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
+        let answer = match decision {
+            Decision::Duplicate(receipt) => {
+                m.commands.with_label_values(&["duplicate", ""]).inc();
+                receipt.ack(true)
+            }
+            Decision::IdReused => {
+                m.commands.with_label_values(&["reused", ""]).inc();
+                self.error(ErrorCode::CommandIdReused, match_id, command_id)
+            }
+            Decision::Forbidden => {
+                m.commands.with_label_values(&["forbidden", ""]).inc();
+                self.error(ErrorCode::Forbidden, match_id, command_id)
+            }
+            Decision::Fault(f) => {
+                error!(match_id = %match_id, command_id = %envelope.command_id, fault = %f, "command failed internally; nothing committed");
+                m.commands.with_label_values(&["fault", ""]).inc();
+                self.error(ErrorCode::Internal, match_id, command_id)
+            }
+            Decision::Commit(pending) => match self.commit(myself, state, pending).await {
+                Ok(commit) => {
+                    let receipt = commit.receipt.as_ref().expect("a command commit carries its receipt");
+                    match &receipt.outcome {
+                        juegoland_core::ReceiptOutcome::Applied { revision } => {
+                            info!(match_id = %match_id, revision, "command applied");
+                            m.commands.with_label_values(&["applied", ""]).inc();
+                        }
+                        juegoland_core::ReceiptOutcome::Rejected { code, .. } => {
+                            m.commands.with_label_values(&["rejected", code.as_str()]).inc();
+                        }
+                    }
+                    receipt.ack(false)
+                }
+                Err(e) => {
+                    m.commands.with_label_values(&["unavailable", ""]).inc();
+                    let mut msg = e.to_error_message(Some(match_id));
+                    msg.command_id = command_id;
+                    ServerMessage::Error(msg)
+                }
+            },
+        };
+        m.command_seconds.with_label_values(&["total"]).observe(started.elapsed().as_secs_f64());
+        answer
+    }
+
+    /// Stores a pending operation, advances the live match, dispatches its publications.
+    async fn commit(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        pending: Pending,
+    ) -> Result<juegoland_core::Commit, HostError> {
+        let started = Instant::now();
+        let result = self.shared.store.commit(&pending.commit).await;
+        self.shared.metrics.command_seconds.with_label_values(&["commit"]).observe(started.elapsed().as_secs_f64());
+        match result {
+            Ok(()) => {}
+            Err(StoreError::Conflict { .. }) => {
+                // Another writer moved the match: this actor's view is stale. Stop so the
+                // next request reloads from the store.
+                warn!(match_id = %pending.commit.match_id, "stale match actor fenced by the store; stopping");
+                myself.stop(Some("fenced".into()));
+                return Err(HostError::Unavailable("the match moved; retry the same command".into()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let commit = state.live.advance(pending);
+        if let Some(revision) = commit.state.as_ref().map(|s| s.revision)
+            && !commit.publications.is_empty()
+        {
+            match self.shared.bus.publish(&commit.publications).await {
+                Ok(()) => {
+                    self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
+                    if let Err(e) = self.shared.store.mark_dispatched(commit.match_id, revision).await {
+                        warn!(match_id = %commit.match_id, error = %e, "could not mark the outbox dispatched; the sweeper will resend");
+                    }
+                }
+                Err(e) => {
+                    self.shared.metrics.dispatch.with_label_values(&["failed"]).inc();
+                    warn!(match_id = %commit.match_id, error = %e, "publish failed; the sweeper will resend");
+                }
+            }
+        }
+        if commit.state.is_some() {
+            self.maybe_bot(myself, state);
+        }
+        Ok(commit)
+    }
+
+    fn sync(&self, state: &MatchActorState, principal: &str) -> Result<SyncReply, ErrorMessage> {
+        let s = state.live.state();
+        let forbidden = || {
+            let mut e = ErrorMessage::new(ErrorCode::Forbidden);
+            e.match_id = Some(s.match_id);
+            e
+        };
+        let seat = s.seat_of(principal).ok_or_else(forbidden)?;
+        let snapshot = state.live.snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
+            error!(match_id = %s.match_id, fault = %f, "snapshot failed");
+            let mut e = ErrorMessage::new(ErrorCode::Internal);
+            e.match_id = Some(s.match_id);
+            e
+        })?;
+        let d = state.live.game().descriptor();
+        Ok(SyncReply {
+            seat: seat.to_owned(),
+            revision: s.revision,
+            game: s.game.clone(),
+            view_schema_version: d.view_schema_version,
+            event_schema_version: d.event_schema_version,
+            snapshot,
+        })
+    }
+
+    async fn command_status(&self, state: &MatchActorState, principal: &str, command_id: Uuid) -> ServerMessage {
+        let match_id = state.live.state().match_id;
+        if state.live.state().seat_of(principal).is_none() {
+            return self.error(ErrorCode::Forbidden, match_id, Some(command_id));
+        }
+        let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id };
+        match self.shared.store.receipt(&key).await {
+            Ok(Some(r)) => r.ack(true),
+            Ok(None) => ServerMessage::CommandUnknown(juegoland_protocol::CommandUnknown { match_id, command_id }),
+            Err(_) => self.error(ErrorCode::Unavailable, match_id, Some(command_id)),
+        }
+    }
+
+    async fn lifecycle(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        request: &LifecycleRequest,
+    ) -> Result<u64, HostError> {
+        let pending = self
+            .shared
+            .engine
+            .lifecycle(&state.live, request, now_ms(), &mut state.entropy)
+            .map_err(HostError::Lifecycle)?;
+        let commit = self.commit(myself, state, pending).await?;
+        Ok(commit.state.map(|s| s.revision).unwrap_or_default())
+    }
+
+    /// Starts computing a bot seat's move off the actor, if a bot is to act.
+    fn maybe_bot(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
+        let s = state.live.state();
+        if state.bot_pending.is_some() || s.is_finished() {
+            return;
+        }
+        let Some((seat, profile)) = s.position.flow.actors.keys().find_map(|seat| match s.seats.get(seat) {
+            Some(SeatHolder::Bot(profile)) => Some((seat.clone(), profile.clone())),
+            _ => None,
+        }) else {
+            return;
+        };
+        let revision = s.revision;
+        state.bot_pending = Some(revision);
+        let game = state.live.game().clone();
+        let position = s.position.clone();
+        let myself = myself.clone();
+        let match_id = s.match_id;
+        tokio::task::spawn_blocking(move || {
+            let decided = game.game.decode_position(&position).ok().and_then(|p| {
+                game.game.bot_action(&p, &seat, &profile, &mut OsEntropy::new())
+            });
+            match decided {
+                Some((action_type, payload)) => {
+                    let _ = myself.cast(MatchMsg::BotMove { seat, revision, action_type, payload });
+                }
+                None => warn!(match_id = %match_id, seat, "bot had no move"),
+            }
+        });
+    }
+
+    async fn bot_move(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        seat: &str,
+        action_type: String,
+        payload: Value,
+    ) {
+        let s = state.live.state();
+        let policy = state.live.game().descriptor().action(&action_type).map(|a| a.policy);
+        let precondition = match policy {
+            Some(ConflictPolicy::Actor) => Precondition::Actor {
+                phase_epoch: s.phase_epoch,
+                actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
+            },
+            _ => Precondition::Match { revision: s.revision },
+        };
+        let envelope = CommandEnvelope {
+            match_id: s.match_id,
+            command_id: random_uuid(),
+            precondition,
+            action: Action { r#type: action_type, payload },
+        };
+        let principal = format!("{}{seat}", juegoland_core::state::BOT_PREFIX);
+        let answer = self.command(myself, state, &principal, &envelope).await;
+        if let ServerMessage::Error(e) = answer {
+            warn!(match_id = %envelope.match_id, seat, code = ?e.code, "bot command failed");
+        }
+    }
+}

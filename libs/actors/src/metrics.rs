@@ -1,0 +1,44 @@
+//! Prometheus metrics of the match host.
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+
+#[derive(Clone)]
+pub struct Metrics {
+    /// Commands by outcome: applied, rejected (with code), duplicate, reused, forbidden,
+    /// fault, unavailable.
+    pub commands: IntCounterVec,
+    /// Seconds per command by stage: decide (rules and projections), commit, total.
+    pub command_seconds: HistogramVec,
+    pub active_actors: IntGauge,
+    /// Actor lifecycle: activation, passivation, failure (a panic or real fault).
+    pub actor_events: IntCounterVec,
+    /// Outbox dispatch results: ok, failed, swept.
+    pub dispatch: IntCounterVec,
+}
+
+impl Metrics {
+    pub fn new(registry: &Registry) -> prometheus::Result<Self> {
+        let commands = IntCounterVec::new(
+            Opts::new("juegoland_commands_total", "Commands handled by match actors, by outcome and code"),
+            &["outcome", "code"],
+        )?;
+        let command_seconds = HistogramVec::new(
+            HistogramOpts::new("juegoland_command_seconds", "Time per command by stage")
+                .buckets(vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0]),
+            &["stage"],
+        )?;
+        let active_actors = IntGauge::new("juegoland_active_match_actors", "Match actors currently active")?;
+        let actor_events =
+            IntCounterVec::new(Opts::new("juegoland_actor_events_total", "Match actor lifecycle events"), &["event"])?;
+        let dispatch = IntCounterVec::new(
+            Opts::new("juegoland_outbox_dispatch_total", "Outbox publications dispatched to the bus, by result"),
+            &["result"],
+        )?;
+        registry.register(Box::new(commands.clone()))?;
+        registry.register(Box::new(command_seconds.clone()))?;
+        registry.register(Box::new(active_actors.clone()))?;
+        registry.register(Box::new(actor_events.clone()))?;
+        registry.register(Box::new(dispatch.clone()))?;
+        Ok(Self { commands, command_seconds, active_actors, actor_events, dispatch })
+    }
+}

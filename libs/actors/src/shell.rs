@@ -1,0 +1,53 @@
+//! The impure services the pure engine is handed: the wall clock and secure entropy.
+
+use juegoland_sdk::EntropySource;
+
+/// Milliseconds since the Unix epoch: the instant captured for one operation.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// Secure entropy from the operating system, buffered.
+pub struct OsEntropy {
+    buf: [u64; 32],
+    next: usize,
+}
+
+impl OsEntropy {
+    pub fn new() -> Self {
+        Self { buf: [0; 32], next: 32 }
+    }
+}
+
+impl Default for OsEntropy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EntropySource for OsEntropy {
+    fn next_u64(&mut self) -> u64 {
+        if self.next == self.buf.len() {
+            let mut bytes = [0u8; 256];
+            // Without OS entropy no live draw can be made fairly: this is a real fault.
+            getrandom::fill(&mut bytes).expect("the operating system's entropy source failed");
+            for (i, chunk) in bytes.chunks_exact(8).enumerate() {
+                self.buf[i] = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+            }
+            self.next = 0;
+        }
+        let v = self.buf[self.next];
+        self.next += 1;
+        v
+    }
+}
+
+/// A random (v4) UUID from OS entropy.
+pub fn random_uuid() -> uuid::Uuid {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's entropy source failed");
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}

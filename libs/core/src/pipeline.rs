@@ -1,0 +1,599 @@
+//! The command pipeline (steps 3–6 of the engine spec) as pure code: a live match plus an
+//! operation in, a [`Decision`] out. The caller (the match actor) does steps 1–2 (limits,
+//! authentication, the lock) and 7 (store the commit, then send and dispatch).
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use juegoland_protocol::{CommandEnvelope, Precondition, RejectionCode};
+use juegoland_sdk::{
+    ConflictPolicy, DeadlineOp, EntropySource, ErasedTransition, Flow, Lifecycle, LoadedPosition, MatchResult,
+    Participant, Participation, Randomness, Recipient, RuleError, Seat, Services, Trace, seat_ids,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::project::{build_snapshot, publications};
+use crate::registry::{LoadedGame, Registry};
+use crate::state::{
+    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, SeatHolder,
+};
+
+/// Limits the engine enforces on rules' outputs.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Serialized private data per match.
+    pub max_data_bytes: usize,
+    /// Serialized snapshot per recipient.
+    pub max_projection_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_data_bytes: 1 << 20, max_projection_bytes: 1 << 20 }
+    }
+}
+
+/// An internal failure: rules panicked or produced something invalid, or stored data is
+/// corrupt. Nothing is committed; the message is for logs, never for clients.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fault(pub String);
+
+/// A decided operation that changes or records something, before it is durable. Store
+/// `commit`; once the store has it, call [`LiveMatch::advance`].
+pub struct Pending {
+    pub commit: Commit,
+    next: Option<LoadedPosition>,
+}
+
+/// What to do with a command.
+pub enum Decision {
+    /// An exact retry: answer with the stored receipt and `duplicate: true`.
+    Duplicate(Receipt),
+    /// The same command id with another fingerprint: `COMMAND_ID_REUSED`; nothing stored.
+    IdReused,
+    /// The principal holds no seat in this match: `FORBIDDEN`; nothing revealed or stored.
+    Forbidden,
+    /// An internal failure; nothing stored.
+    Fault(Fault),
+    /// A receipt (accepted or a final rejection) and possibly a new state to store.
+    Commit(Pending),
+}
+
+/// A lifecycle operation the platform or the scheduler asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LifecycleRequest {
+    Withdraw { seat: Seat },
+    FireDeadline { id: String, generation: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("the match is finished")]
+    Finished,
+    #[error("no such seat")]
+    UnknownSeat,
+    #[error("the seat already withdrew")]
+    AlreadyWithdrawn,
+    #[error("the deadline generation is not current")]
+    StaleDeadline,
+    #[error("rules refused: {0}")]
+    Illegal(String),
+    #[error("internal failure: {0}")]
+    Fault(Fault),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CreateError {
+    #[error("unknown game")]
+    UnknownGame,
+    #[error("invalid seats: {0}")]
+    InvalidSeats(String),
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    #[error("internal failure: {0}")]
+    Fault(Fault),
+}
+
+/// A match loaded in memory: its persisted state and the decoded position.
+pub struct LiveMatch {
+    state: MatchState,
+    game: Arc<LoadedGame>,
+    loaded: LoadedPosition,
+}
+
+impl LiveMatch {
+    pub fn state(&self) -> &MatchState {
+        &self.state
+    }
+
+    pub fn game(&self) -> &Arc<LoadedGame> {
+        &self.game
+    }
+
+    pub fn loaded(&self) -> &LoadedPosition {
+        &self.loaded
+    }
+
+    /// Makes a durable pending operation current and returns its commit (for sending the
+    /// receipt and dispatching the publications). Call only after the store accepted it.
+    pub fn advance(&mut self, pending: Pending) -> Commit {
+        if let (Some(state), Some(next)) = (&pending.commit.state, pending.next) {
+            self.state = state.clone();
+            self.loaded = next;
+        }
+        pending.commit
+    }
+
+    /// The sync snapshot for `recipient` at the current revision (no events).
+    pub fn snapshot(&self, recipient: Recipient<'_>, engine: &Engine) -> Result<juegoland_protocol::ServerMessage, Fault> {
+        build_snapshot(&self.game, &self.state, &self.loaded, None, recipient, &engine.limits)
+    }
+}
+
+/// The engine: a registry of rules modules and limits. Pure: no IO, no clock, no OS entropy.
+pub struct Engine {
+    pub registry: Arc<Registry>,
+    pub limits: Limits,
+}
+
+/// Runs rules code, turning a panic into a fault (a panic commits nothing).
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, RuleError>) -> Result<T, RuleError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(RuleError::fault(format!("rules panicked in {what}"))),
+    }
+}
+
+impl Engine {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Self { registry, limits: Limits::default() }
+    }
+
+    /// Decodes and checks a stored match.
+    pub fn load(&self, state: MatchState) -> Result<LiveMatch, Fault> {
+        let game = self
+            .registry
+            .get(&state.game)
+            .ok_or_else(|| Fault(format!("rules module {} {} is not loaded", state.game.id, state.game.rules_version)))?
+            .clone();
+        let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
+        game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
+        Ok(LiveMatch { state, game, loaded })
+    }
+
+    /// Creates a match at revision 0: validates seats and config, runs `setup`.
+    pub fn create(
+        &self,
+        match_id: Uuid,
+        game: &GameKey,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: &Value,
+        now_ms: i64,
+        entropy: &mut dyn EntropySource,
+    ) -> Result<(Pending, LiveMatch), CreateError> {
+        let loaded_game = self.registry.get(game).ok_or(CreateError::UnknownGame)?.clone();
+        let d = loaded_game.descriptor();
+        let n = seats.len();
+        if n < d.min_seats as usize || n > d.max_seats as usize {
+            return Err(CreateError::InvalidSeats(format!("{} needs {}..={} seats", d.id, d.min_seats, d.max_seats)));
+        }
+        if seats.keys().cloned().collect::<Vec<_>>() != sorted_seat_ids(n) {
+            return Err(CreateError::InvalidSeats("seats must be p0..p(n-1)".into()));
+        }
+        for (seat, holder) in &seats {
+            match holder {
+                SeatHolder::Principal(p) if p.starts_with(crate::state::BOT_PREFIX) => {
+                    return Err(CreateError::InvalidSeats(format!("{seat}: principals may not start with \"bot:\"")));
+                }
+                SeatHolder::Principal(p) if p.is_empty() => {
+                    return Err(CreateError::InvalidSeats(format!("{seat} has an empty principal")));
+                }
+                SeatHolder::Bot(profile) if !d.bots.contains(profile) => {
+                    return Err(CreateError::InvalidSeats(format!("{seat}: {} has no bot {profile:?}", d.id)));
+                }
+                _ => {}
+            }
+        }
+        let principals: Vec<_> =
+            seats.values().filter_map(|h| if let SeatHolder::Principal(p) = h { Some(p) } else { None }).collect();
+        if principals.iter().enumerate().any(|(i, p)| principals[..i].contains(p)) {
+            return Err(CreateError::InvalidSeats("a principal may hold only one seat".into()));
+        }
+        if !loaded_game.config.is_valid(config) {
+            return Err(CreateError::InvalidConfig("does not match the config schema".into()));
+        }
+        let config = loaded_game.game.decode_config(config).map_err(|e| CreateError::InvalidConfig(e.to_string()))?;
+        let participants: BTreeMap<Seat, Participant> = seats.keys().map(|s| (s.clone(), Participant::active())).collect();
+
+        let mut services = Services::new(now_ms, Randomness::live(entropy));
+        let t = guarded("setup", || loaded_game.game.setup(&config, &participants, &mut services));
+        let t = match t {
+            Ok(t) => t,
+            Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
+            Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
+        };
+        let trace = services.finish().map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
+        let empty_flow = Flow::default();
+        check_transition(&loaded_game, &empty_flow, None, &t, &self.limits).map_err(CreateError::Fault)?;
+        let position = loaded_game.game.encode_position(&t.next).map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
+        check_data(&loaded_game, &position.data, &self.limits).map_err(CreateError::Fault)?;
+        let events = loaded_game.game.encode_events(&t.events).map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
+
+        let mut state = MatchState {
+            match_id,
+            game: game.clone(),
+            game_version: d.version.clone(),
+            position,
+            revision: 0,
+            phase_epoch: 0,
+            actor_revisions: seats.keys().map(|s| (s.clone(), 0)).collect(),
+            seats,
+            deadlines: BTreeMap::new(),
+            next_generation: 1,
+            created_ms: now_ms,
+        };
+        apply_deadline_ops(&mut state, &t.deadlines);
+        let log = LogEntry { revision: 0, instant_ms: now_ms, op: LoggedOp::Create { config }, trace, events };
+        let live = LiveMatch { state: state.clone(), game: loaded_game, loaded: t.next };
+        let commit = Commit {
+            match_id,
+            expected_revision: None,
+            state: Some(state),
+            receipt: None,
+            log: Some(log),
+            publications: Vec::new(),
+        };
+        // The returned live match already holds the new position; `next` is not needed.
+        Ok((Pending { commit, next: None }, live))
+    }
+
+    /// Decides a command from `principal`. `existing` is the receipt already stored under
+    /// (match, principal, commandId), looked up BEFORE anything about the match is judged.
+    pub fn command(
+        &self,
+        live: &LiveMatch,
+        principal: &str,
+        envelope: &CommandEnvelope,
+        fingerprint: &str,
+        existing: Option<Receipt>,
+        now_ms: i64,
+        entropy: &mut dyn EntropySource,
+    ) -> Decision {
+        let state = &live.state;
+        let Some(seat) = state.seat_of(principal) else { return Decision::Forbidden };
+        if let Some(receipt) = existing {
+            return if receipt.fingerprint == fingerprint { Decision::Duplicate(receipt) } else { Decision::IdReused };
+        }
+        let key = ReceiptKey { match_id: state.match_id, principal: principal.to_owned(), command_id: envelope.command_id };
+        let reject = |code: RejectionCode| {
+            Decision::Commit(Pending {
+                commit: Commit {
+                    match_id: state.match_id,
+                    expected_revision: Some(state.revision),
+                    state: None,
+                    receipt: Some(Receipt {
+                        key: key.clone(),
+                        fingerprint: fingerprint.to_owned(),
+                        outcome: ReceiptOutcome::Rejected { code, revision: state.revision },
+                    }),
+                    log: None,
+                    publications: Vec::new(),
+                },
+                next: None,
+            })
+        };
+
+        if state.is_finished() {
+            return reject(RejectionCode::MatchFinished);
+        }
+        let game = &live.game;
+        let action_type = envelope.action.r#type.as_str();
+        let Some(spec) = game.descriptor().action(action_type) else { return reject(RejectionCode::UnknownAction) };
+        let policy = spec.policy;
+        if let Err(code) = check_precondition(state, seat, policy, &envelope.precondition) {
+            return reject(code);
+        }
+        let flow = &state.position.flow;
+        match flow.stage_of(seat) {
+            Some(stage) if game.descriptor().stage_allows(&flow.phase, stage, action_type) => {}
+            _ => return reject(RejectionCode::ActorNotEnabled),
+        }
+        let payload = &envelope.action.payload;
+        if !game.payload_valid(action_type, payload) {
+            return reject(RejectionCode::InvalidPayload);
+        }
+        let Ok(action) = game.game.decode_action(action_type, payload) else {
+            return reject(RejectionCode::InvalidPayload);
+        };
+
+        let mut services = Services::new(now_ms, Randomness::live(entropy));
+        let t = guarded("apply", || game.game.apply(&live.loaded, seat, &action, &mut services));
+        let t = match t {
+            Ok(t) => t,
+            Err(RuleError::Illegal { .. }) => return reject(RejectionCode::IllegalAction),
+            Err(RuleError::Fault { message }) => return Decision::Fault(Fault(message)),
+        };
+        let trace = match services.finish() {
+            Ok(t) => t,
+            Err(e) => return Decision::Fault(Fault(e.to_string())),
+        };
+        let op = LoggedOp::Command {
+            principal: principal.to_owned(),
+            seat: seat.to_owned(),
+            command_id: envelope.command_id,
+            precondition: envelope.precondition.clone(),
+            action_type: action_type.to_owned(),
+            payload: payload.clone(),
+        };
+        let bump = match policy {
+            ConflictPolicy::Actor => Bump::Actor(seat),
+            ConflictPolicy::Match => Bump::Barrier,
+        };
+        match self.accept(live, t, trace, op, bump, now_ms, |s| {
+            Some(Receipt {
+                key: key.clone(),
+                fingerprint: fingerprint.to_owned(),
+                outcome: ReceiptOutcome::Applied { revision: s.revision },
+            })
+        }) {
+            Ok(p) => Decision::Commit(p),
+            Err(f) => Decision::Fault(f),
+        }
+    }
+
+    /// Decides a withdrawal or a deadline firing.
+    pub fn lifecycle(
+        &self,
+        live: &LiveMatch,
+        request: &LifecycleRequest,
+        now_ms: i64,
+        entropy: &mut dyn EntropySource,
+    ) -> Result<Pending, LifecycleError> {
+        let state = &live.state;
+        if state.is_finished() {
+            return Err(LifecycleError::Finished);
+        }
+        let game = &live.game;
+        let (event, generation, position) = match request {
+            LifecycleRequest::Withdraw { seat } => {
+                let p = state.position.participants.get(seat).ok_or(LifecycleError::UnknownSeat)?;
+                if !p.is_active() {
+                    return Err(LifecycleError::AlreadyWithdrawn);
+                }
+                (Lifecycle::Withdrawal { seat: seat.clone() }, None, game.game.with_withdrawn(&live.loaded, seat))
+            }
+            LifecycleRequest::FireDeadline { id, generation } => {
+                let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
+                let d = d.ok_or(LifecycleError::StaleDeadline)?;
+                let position = game
+                    .game
+                    .decode_position(&state.position)
+                    .map_err(|e| LifecycleError::Fault(Fault(e.to_string())))?;
+                (Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() }, Some(*generation), position)
+            }
+        };
+        let mut services = Services::new(now_ms, Randomness::live(entropy));
+        let t = guarded("on_lifecycle", || game.game.on_lifecycle(&position, &event, &mut services));
+        let t = match t {
+            Ok(t) => t,
+            Err(RuleError::Illegal { reason }) => return Err(LifecycleError::Illegal(reason)),
+            Err(RuleError::Fault { message }) => return Err(LifecycleError::Fault(Fault(message))),
+        };
+        let trace = services.finish().map_err(|e| LifecycleError::Fault(Fault(e.to_string())))?;
+        let consumed = match request {
+            LifecycleRequest::FireDeadline { id, .. } => Some(id.clone()),
+            LifecycleRequest::Withdraw { .. } => None,
+        };
+        let op = LoggedOp::Lifecycle { event, generation };
+        self.accept_with(live, t, trace, op, Bump::Barrier, now_ms, consumed, |_| None).map_err(LifecycleError::Fault)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn accept(
+        &self,
+        live: &LiveMatch,
+        t: ErasedTransition,
+        trace: Trace,
+        op: LoggedOp,
+        bump: Bump<'_>,
+        now_ms: i64,
+        receipt: impl FnOnce(&MatchState) -> Option<Receipt>,
+    ) -> Result<Pending, Fault> {
+        self.accept_with(live, t, trace, op, bump, now_ms, None, receipt)
+    }
+
+    /// Validates an accepted transition, applies the counter rules, and builds the commit.
+    #[allow(clippy::too_many_arguments)]
+    fn accept_with(
+        &self,
+        live: &LiveMatch,
+        t: ErasedTransition,
+        trace: Trace,
+        op: LoggedOp,
+        bump: Bump<'_>,
+        now_ms: i64,
+        consumed_deadline: Option<String>,
+        receipt: impl FnOnce(&MatchState) -> Option<Receipt>,
+    ) -> Result<Pending, Fault> {
+        let game = &live.game;
+        let before = &live.state;
+        check_transition(game, &before.position.flow, before.position.result.as_ref(), &t, &self.limits)?;
+        guarded("validate_position", || game.game.validate_position(&t.next).map_err(|e| RuleError::fault(e.0)))
+            .map_err(|e| Fault(e.to_string()))?;
+        let position = game.game.encode_position(&t.next).map_err(|e| Fault(e.to_string()))?;
+        check_data(game, &position.data, &self.limits)?;
+        let events = game.game.encode_events(&t.events).map_err(|e| Fault(e.to_string()))?;
+
+        let mut state = MatchState { position, revision: before.revision + 1, ..before.clone() };
+        apply_counters(&mut state, &before.position.flow, before.position.result.as_ref(), bump);
+        if let Some(id) = consumed_deadline {
+            state.deadlines.remove(&id);
+        }
+        apply_deadline_ops(&mut state, &t.deadlines);
+        let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
+        let publications = publications(game, before, &live.loaded, &state, &t, &self.limits)?;
+        let receipt = receipt(&state);
+        Ok(Pending {
+            commit: Commit {
+                match_id: state.match_id,
+                expected_revision: Some(before.revision),
+                state: Some(state),
+                receipt,
+                log: Some(log),
+                publications,
+            },
+            next: Some(t.next),
+        })
+    }
+}
+
+fn sorted_seat_ids(n: usize) -> Vec<Seat> {
+    let mut ids = seat_ids(n);
+    ids.sort();
+    ids
+}
+
+/// Rule 4 of the engine's checks: the precondition must match the action's policy and the
+/// current counters.
+fn check_precondition(
+    state: &MatchState,
+    seat: &str,
+    policy: ConflictPolicy,
+    precondition: &Precondition,
+) -> Result<(), RejectionCode> {
+    match (policy, precondition) {
+        (ConflictPolicy::Match, Precondition::Match { revision }) => {
+            if *revision == state.revision { Ok(()) } else { Err(RejectionCode::StaleRevision) }
+        }
+        (ConflictPolicy::Actor, Precondition::Actor { phase_epoch, actor_revision }) => {
+            if *phase_epoch != state.phase_epoch {
+                Err(RejectionCode::StaleEpoch)
+            } else if Some(actor_revision) != state.actor_revisions.get(seat) {
+                Err(RejectionCode::StaleRevision)
+            } else {
+                Ok(())
+            }
+        }
+        // A precondition of the wrong kind was not built from an offer of this action.
+        _ => Err(RejectionCode::IllegalAction),
+    }
+}
+
+/// Which counter rule an accepted change falls under.
+#[derive(Clone, Copy, Debug)]
+enum Bump<'a> {
+    /// An `actor` action by this seat (rules 1 and 3).
+    Actor(&'a str),
+    /// A `match` action or a lifecycle event (rule 2).
+    Barrier,
+}
+
+/// Applies the counter rules 1–4. `state.revision` is already incremented.
+fn apply_counters(state: &mut MatchState, before_flow: &Flow, before_result: Option<&MatchResult>, bump: Bump<'_>) {
+    let after = &state.position.flow;
+    let structural = after.phase != before_flow.phase
+        || after.round != before_flow.round
+        || after.turn != before_flow.turn
+        || state.position.result.as_ref() != before_result;
+    let barrier = match bump {
+        Bump::Barrier => true,
+        Bump::Actor(seat) => {
+            // Rule 3: changing one's own stage keeps independence; enabling, disabling or
+            // re-staging another actor is a common barrier.
+            let others_changed = before_flow
+                .actors
+                .keys()
+                .chain(after.actors.keys())
+                .filter(|s| s.as_str() != seat)
+                .any(|s| before_flow.actors.get(s) != after.actors.get(s));
+            structural || others_changed
+        }
+    };
+    if barrier {
+        state.phase_epoch += 1;
+        for r in state.actor_revisions.values_mut() {
+            *r += 1;
+        }
+    } else if let Bump::Actor(seat) = bump
+        && let Some(r) = state.actor_revisions.get_mut(seat)
+    {
+        *r += 1;
+    }
+}
+
+fn apply_deadline_ops(state: &mut MatchState, ops: &[DeadlineOp]) {
+    for op in ops {
+        match op {
+            DeadlineOp::Schedule { id, due_ms, payload } => {
+                let generation = state.next_generation;
+                state.next_generation += 1;
+                state.deadlines.insert(id.clone(), Deadline { generation, due_ms: *due_ms, payload: payload.clone() });
+            }
+            DeadlineOp::Cancel { id } => {
+                state.deadlines.remove(id);
+            }
+        }
+    }
+}
+
+/// The engine-level checks of a transition: flow coherence with the descriptor, no
+/// decreasing round or turn, actors that are active participants, a terminal flow exactly
+/// when there is a result.
+fn check_transition(
+    game: &LoadedGame,
+    before: &Flow,
+    before_result: Option<&MatchResult>,
+    t: &ErasedTransition,
+    _limits: &Limits,
+) -> Result<(), Fault> {
+    let d = game.descriptor();
+    let flow = &t.flow;
+    let fault = |m: String| Err(Fault(format!("{} produced an invalid transition: {m}", d.id)));
+    if before_result.is_some() {
+        return fault("a finished match changed".into());
+    }
+    if flow.round < before.round || flow.turn < before.turn {
+        return fault("round or turn decreased".into());
+    }
+    let participants = game.game.participants(&t.next);
+    if let Some(r) = &t.result {
+        if !flow.actors.is_empty() {
+            return fault("a finished match still has actors".into());
+        }
+        if let MatchResult::Completed { participants: outcomes, .. } = r
+            && outcomes.keys().ne(participants.keys())
+        {
+            return fault("the result does not list every participant".into());
+        }
+        return Ok(());
+    }
+    let Some(phase) = d.phase(&flow.phase) else { return fault(format!("unknown phase {:?}", flow.phase)) };
+    for (seat, stage) in &flow.actors {
+        if !participants.get(seat).is_some_and(Participant::is_active) {
+            return fault(format!("{seat} is an actor but not an active participant"));
+        }
+        if !phase.stages.iter().any(|s| &s.id == stage) {
+            return fault(format!("unknown stage {stage:?} in phase {}", phase.id));
+        }
+    }
+    let n = flow.actors.len();
+    match phase.participation {
+        Participation::Single if n != 1 => fault(format!("single-participation phase with {n} actors")),
+        Participation::Automatic if n != 0 => fault(format!("automatic phase with {n} actors")),
+        _ => Ok(()),
+    }
+}
+
+fn check_data(game: &LoadedGame, data: &Value, limits: &Limits) -> Result<(), Fault> {
+    if !game.data.is_valid(data) {
+        return Err(Fault(format!("{} produced data that fails its data schema", game.descriptor().id)));
+    }
+    let size = crate::project::json_size(data);
+    if size > limits.max_data_bytes {
+        return Err(Fault(format!("match data is {size} bytes, over the {} limit", limits.max_data_bytes)));
+    }
+    Ok(())
+}

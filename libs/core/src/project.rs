@@ -1,0 +1,163 @@
+//! Per-recipient outputs: snapshots with visible events and offers, each validated against
+//! the game's generated schemas and the size limit before anything is committed.
+
+use juegoland_protocol::{ConcreteOffer, ParametrizedOffer, Precondition, ServerMessage, Snapshot, WireEvent, WireOffer};
+use juegoland_sdk::{ConflictPolicy, ErasedTransition, LoadedPosition, Recipient};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::pipeline::{Fault, Limits};
+use crate::registry::LoadedGame;
+use crate::state::{MatchState, Publication};
+
+/// The serialized length of a JSON value, without building the string.
+pub fn json_size(v: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Writing to a counter cannot fail; a serialization error would count as oversized.
+    match serde_json::to_writer(&mut c, v) {
+        Ok(()) => c.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// The stable id of a visible event: one UUID per (match, recipient, revision, local order).
+/// It is derived, not random, so a re-dispatched publication carries the same ids; it hides
+/// the internal event index it came from.
+pub fn event_id(match_id: Uuid, recipient: Option<&str>, revision: u64, index: usize) -> Uuid {
+    let mut h = Sha256::new();
+    h.update(match_id.as_bytes());
+    h.update(recipient.unwrap_or("*spectator*").as_bytes());
+    h.update([0]);
+    h.update(revision.to_be_bytes());
+    h.update((index as u64).to_be_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    Uuid::new_v8(bytes)
+}
+
+/// The precondition a recipient must send with an offered action.
+fn precondition(state: &MatchState, seat: Option<&str>, policy: ConflictPolicy) -> Precondition {
+    match policy {
+        ConflictPolicy::Match => Precondition::Match { revision: state.revision },
+        ConflictPolicy::Actor => Precondition::Actor {
+            phase_epoch: state.phase_epoch,
+            actor_revision: seat.and_then(|s| state.actor_revisions.get(s)).copied().unwrap_or(0),
+        },
+    }
+}
+
+fn offers(game: &LoadedGame, state: &MatchState, loaded: &LoadedPosition, recipient: Recipient<'_>) -> Result<Vec<WireOffer>, Fault> {
+    let d = game.descriptor();
+    game.game
+        .available_actions(loaded, recipient)
+        .into_iter()
+        .map(|o| {
+            let spec = d
+                .action(&o.action_type)
+                .ok_or_else(|| Fault(format!("{} offered unknown action {}", d.id, o.action_type)))?;
+            let precondition = precondition(state, recipient.seat(), spec.policy);
+            match (o.payload, o.constraints) {
+                (Some(payload), None) => {
+                    if !game.payload_valid(&o.action_type, &payload) {
+                        return Err(Fault(format!("{} offered an invalid {} payload", d.id, o.action_type)));
+                    }
+                    Ok(WireOffer::Concrete(ConcreteOffer { r#type: o.action_type, payload, precondition }))
+                }
+                (None, Some(constraints)) => Ok(WireOffer::Parametrized(ParametrizedOffer {
+                    schema: d.action_schema_id(&o.action_type),
+                    r#type: o.action_type,
+                    constraints,
+                    precondition,
+                })),
+                _ => Err(Fault(format!("{} produced a malformed offer", d.id))),
+            }
+        })
+        .collect()
+}
+
+/// Builds and validates one recipient's snapshot. With `transition`, it is a live snapshot
+/// (`fromRevision = revision - 1` and the visible events of this revision); without, a sync
+/// snapshot with no events.
+pub(crate) fn build_snapshot(
+    game: &LoadedGame,
+    state: &MatchState,
+    loaded: &LoadedPosition,
+    transition: Option<(&LoadedPosition, &ErasedTransition)>,
+    recipient: Recipient<'_>,
+    limits: &Limits,
+) -> Result<ServerMessage, Fault> {
+    let d = game.descriptor();
+    let projection = game.game.project(loaded, recipient);
+    if !game.view.is_valid(&projection.view) {
+        return Err(Fault(format!("{} produced a view that fails its view schema", d.id)));
+    }
+    if !game.context.is_valid(&projection.context) {
+        return Err(Fault(format!("{} produced a context that fails its context schema", d.id)));
+    }
+    let seat = recipient.seat();
+    let events = match transition {
+        None => Vec::new(),
+        Some((before, t)) => game
+            .game
+            .project_events(before, &t.next, &t.events, recipient)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let tagged = serde_json::json!({ "type": e.event_type, "data": e.data });
+                if !game.visible_event.is_valid(&tagged) {
+                    return Err(Fault(format!("{} produced a visible event that fails its schema", d.id)));
+                }
+                Ok(WireEvent { event_id: event_id(state.match_id, seat, state.revision, i), r#type: e.event_type, data: e.data })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let snapshot = ServerMessage::Snapshot(Box::new(Snapshot {
+        match_id: state.match_id,
+        subscription_id: String::new(),
+        request_id: None,
+        from_revision: transition.map(|_| state.revision - 1),
+        revision: state.revision,
+        seat: seat.map(str::to_owned),
+        view: projection.view,
+        context: projection.context,
+        actions: offers(game, state, loaded, recipient)?,
+        result: projection.result,
+        events,
+    }));
+    let size = json_size(&snapshot);
+    if size > limits.max_projection_bytes {
+        return Err(Fault(format!("{} produced a {size}-byte snapshot, over the limit", d.id)));
+    }
+    Ok(snapshot)
+}
+
+/// The publications of an accepted revision: one snapshot per seat, built from THIS
+/// revision's state (never a later re-read).
+pub(crate) fn publications(
+    game: &LoadedGame,
+    _before: &MatchState,
+    before_loaded: &LoadedPosition,
+    after: &MatchState,
+    t: &ErasedTransition,
+    limits: &Limits,
+) -> Result<Vec<Publication>, Fault> {
+    after
+        .seats
+        .keys()
+        .map(|seat| {
+            let snapshot = build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat), limits)?;
+            Ok(Publication { match_id: after.match_id, revision: after.revision, recipient: Some(seat.clone()), snapshot })
+        })
+        .collect()
+}

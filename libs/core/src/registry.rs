@@ -1,0 +1,126 @@
+//! The registry of rules modules: many games, and several versions of one game, side by
+//! side, each with its generated schemas compiled once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jsonschema::Validator;
+use juegoland_sdk::{Descriptor, ErasedGame};
+use serde_json::Value;
+
+use crate::state::GameKey;
+
+/// A registered game with its compiled validators.
+pub struct LoadedGame {
+    pub game: Arc<dyn ErasedGame>,
+    pub(crate) config: Validator,
+    pub(crate) data: Validator,
+    pub(crate) view: Validator,
+    pub(crate) context: Validator,
+    pub(crate) visible_event: Validator,
+    pub(crate) actions: BTreeMap<String, Validator>,
+}
+
+impl LoadedGame {
+    pub fn descriptor(&self) -> &Descriptor {
+        self.game.descriptor()
+    }
+
+    pub fn key(&self) -> GameKey {
+        let d = self.descriptor();
+        GameKey { id: d.id.clone(), rules_version: d.rules_version.clone() }
+    }
+
+    /// Whether `payload` is valid for `action_type` (false for an unknown type).
+    pub fn payload_valid(&self, action_type: &str, payload: &Value) -> bool {
+        self.actions.get(action_type).is_some_and(|v| v.is_valid(payload))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("game {id} {rules_version} is registered twice")]
+    Duplicate { id: String, rules_version: String },
+    #[error("game {id}: the generated {what} schema does not compile: {message}")]
+    BadSchema { id: String, what: String, message: String },
+    #[error("game {id}: {message}")]
+    BadDescriptor { id: String, message: String },
+}
+
+/// Every rules module this process can run.
+#[derive(Default)]
+pub struct Registry {
+    games: BTreeMap<GameKey, Arc<LoadedGame>>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a game version; compiles its schemas and checks its descriptor.
+    pub fn register(&mut self, game: Arc<dyn ErasedGame>) -> Result<(), RegistryError> {
+        let d = game.descriptor().clone();
+        let key = GameKey { id: d.id.clone(), rules_version: d.rules_version.clone() };
+        if self.games.contains_key(&key) {
+            return Err(RegistryError::Duplicate { id: d.id, rules_version: d.rules_version });
+        }
+        let compile = |what: &str, schema: &Value| {
+            jsonschema::validator_for(schema).map_err(|e| RegistryError::BadSchema {
+                id: d.id.clone(),
+                what: what.to_owned(),
+                message: e.to_string(),
+            })
+        };
+        let s = game.schemas();
+        let mut actions = BTreeMap::new();
+        for a in &d.actions {
+            actions.insert(a.action_type.clone(), compile(&format!("action {}", a.action_type), &a.payload_schema)?);
+        }
+        let bad = |message: String| RegistryError::BadDescriptor { id: d.id.clone(), message };
+        if d.min_seats == 0 || d.min_seats > d.max_seats {
+            return Err(bad(format!("seat range {}..={} is empty", d.min_seats, d.max_seats)));
+        }
+        for phase in &d.phases {
+            for stage in &phase.stages {
+                if let Some(unknown) = stage.actions.iter().find(|t| d.action(t).is_none()) {
+                    return Err(bad(format!("stage {}/{} allows unknown action {unknown}", phase.id, stage.id)));
+                }
+            }
+        }
+        let loaded = LoadedGame {
+            config: compile("config", &s.config)?,
+            data: compile("data", &s.data)?,
+            view: compile("view", &s.view)?,
+            context: compile("context", &s.context)?,
+            visible_event: compile("visible event", &s.visible_event)?,
+            actions,
+            game,
+        };
+        self.games.insert(key, Arc::new(loaded));
+        Ok(())
+    }
+
+    /// The exact pinned module.
+    pub fn get(&self, key: &GameKey) -> Option<&Arc<LoadedGame>> {
+        self.games.get(key)
+    }
+
+    /// The newest rules version of game `id` (the one new matches pin by default).
+    pub fn latest(&self, id: &str) -> Option<&Arc<LoadedGame>> {
+        self.games
+            .iter()
+            .filter(|(k, _)| k.id == id)
+            .max_by(|(a, _), (b, _)| version_parts(&a.rules_version).cmp(&version_parts(&b.rules_version)))
+            .map(|(_, g)| g)
+    }
+
+    /// Every registered game version, in (id, version) order.
+    pub fn games(&self) -> impl Iterator<Item = &Arc<LoadedGame>> {
+        self.games.values()
+    }
+}
+
+fn version_parts(v: &str) -> Vec<u64> {
+    v.split(['.', '-']).map(|p| p.parse().unwrap_or(0)).collect()
+}

@@ -1,0 +1,93 @@
+//! Replay: re-run a match from its log (configuration, participants, commands and
+//! lifecycle events, captured instants and randomness traces) with its pinned module, and
+//! compare the logical state (data, flow, result, participants) with what is stored.
+
+use std::collections::BTreeMap;
+
+use juegoland_sdk::{Lifecycle, LoadedPosition, Participant, Randomness, RuleError, Seat, Services};
+
+use crate::registry::Registry;
+use crate::state::{LogEntry, LoggedOp, MatchState};
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    #[error("rules module {0} is not loaded")]
+    UnknownGame(String),
+    #[error("the log does not start with the creation of the match")]
+    NoCreate,
+    #[error("log entry {index} has revision {found}, expected {expected}")]
+    RevisionGap { index: usize, expected: u64, found: u64 },
+    #[error("revision {revision}: {message}")]
+    Diverged { revision: u64, message: String },
+    #[error("the replayed state differs from the stored one in {0}")]
+    StateDiffers(&'static str),
+}
+
+/// Replays `log` and checks it reaches `stored`'s logical state.
+pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Result<(), ReplayError> {
+    let game = registry
+        .get(&stored.game)
+        .ok_or_else(|| ReplayError::UnknownGame(format!("{} {}", stored.game.id, stored.game.rules_version)))?;
+    let g = &game.game;
+    let diverged = |revision: u64, message: String| ReplayError::Diverged { revision, message };
+
+    let (first, rest) = log.split_first().ok_or(ReplayError::NoCreate)?;
+    let LoggedOp::Create { config } = &first.op else { return Err(ReplayError::NoCreate) };
+    let participants: BTreeMap<Seat, Participant> =
+        stored.seats.keys().map(|s| (s.clone(), Participant::active())).collect();
+    let mut services = Services::new(first.instant_ms, Randomness::replay(&first.trace));
+    let t = g.setup(config, &participants, &mut services).map_err(|e| diverged(0, e.to_string()))?;
+    services.finish().map_err(|e| diverged(0, e.to_string()))?;
+    check_events(g.encode_events(&t.events).ok(), first, 0)?;
+    let mut position: LoadedPosition = t.next;
+
+    for (i, entry) in rest.iter().enumerate() {
+        let expected = i as u64 + 1;
+        if entry.revision != expected {
+            return Err(ReplayError::RevisionGap { index: i + 1, expected, found: entry.revision });
+        }
+        let mut services = Services::new(entry.instant_ms, Randomness::replay(&entry.trace));
+        let result: Result<_, RuleError> = match &entry.op {
+            LoggedOp::Create { .. } => return Err(diverged(expected, "a second creation".into())),
+            LoggedOp::Command { seat, action_type, payload, .. } => {
+                let action = g.decode_action(action_type, payload).map_err(|e| diverged(expected, e.to_string()))?;
+                g.apply(&position, seat, &action, &mut services)
+            }
+            LoggedOp::Lifecycle { event, .. } => {
+                if let Lifecycle::Withdrawal { seat } = event {
+                    position = g.with_withdrawn(&position, seat);
+                }
+                g.on_lifecycle(&position, event, &mut services)
+            }
+        };
+        let t = result.map_err(|e| diverged(expected, e.to_string()))?;
+        services.finish().map_err(|e| diverged(expected, e.to_string()))?;
+        check_events(g.encode_events(&t.events).ok(), entry, expected)?;
+        position = t.next;
+    }
+    if log.len() as u64 != stored.revision + 1 {
+        return Err(diverged(stored.revision, format!("the log has {} entries for revision {}", log.len(), stored.revision)));
+    }
+    let replayed = g.encode_position(&position).map_err(|e| diverged(stored.revision, e.to_string()))?;
+    let s = &stored.position;
+    if replayed.data != s.data {
+        return Err(ReplayError::StateDiffers("data"));
+    }
+    if replayed.flow != s.flow {
+        return Err(ReplayError::StateDiffers("flow"));
+    }
+    if replayed.result != s.result {
+        return Err(ReplayError::StateDiffers("result"));
+    }
+    if replayed.participants != s.participants {
+        return Err(ReplayError::StateDiffers("participants"));
+    }
+    Ok(())
+}
+
+fn check_events(events: Option<Vec<serde_json::Value>>, entry: &LogEntry, revision: u64) -> Result<(), ReplayError> {
+    if events.as_ref() != Some(&entry.events) {
+        return Err(ReplayError::Diverged { revision, message: "internal events differ".into() });
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! What the engine persists: the match envelope, receipts, log entries, and the `Commit`
+//! value that a store writes in ONE transaction.
+
+use std::collections::BTreeMap;
+
+use juegoland_protocol::{Ack, Precondition, RejectionCode, ServerMessage};
+use juegoland_sdk::{JsonPosition, Lifecycle, Seat, Trace};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// The exact rules module a match is pinned to at creation.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GameKey {
+    pub id: String,
+    pub rules_version: String,
+}
+
+/// Who sits in a seat: a platform principal or a built-in bot profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum SeatHolder {
+    Principal(String),
+    Bot(String),
+}
+
+/// A persisted deadline: the current generation of the intention `id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Deadline {
+    pub generation: u64,
+    pub due_ms: i64,
+    pub payload: Value,
+}
+
+/// The persisted envelope of a match.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MatchState {
+    pub match_id: Uuid,
+    pub game: GameKey,
+    /// The package version pinned at creation (presentation and manifest).
+    pub game_version: String,
+    pub position: JsonPosition,
+    pub revision: u64,
+    pub phase_epoch: u64,
+    pub actor_revisions: BTreeMap<Seat, u64>,
+    pub seats: BTreeMap<Seat, SeatHolder>,
+    pub deadlines: BTreeMap<String, Deadline>,
+    /// The next deadline generation to hand out; generations never repeat within a match.
+    pub next_generation: u64,
+    pub created_ms: i64,
+}
+
+/// The principal under which a bot seat's commands are receipted: `bot:<seat>`. Platform
+/// principals may not start with it (creation refuses them).
+pub const BOT_PREFIX: &str = "bot:";
+
+impl MatchState {
+    /// The seat a principal holds in this match, if any. A bot seat `pN` is held by the
+    /// principal `bot:pN`.
+    pub fn seat_of(&self, principal: &str) -> Option<&str> {
+        if let Some(seat) = principal.strip_prefix(BOT_PREFIX) {
+            return match self.seats.get_key_value(seat) {
+                Some((seat, SeatHolder::Bot(_))) => Some(seat.as_str()),
+                _ => None,
+            };
+        }
+        self.seats.iter().find_map(|(seat, holder)| match holder {
+            SeatHolder::Principal(p) if p == principal => Some(seat.as_str()),
+            _ => None,
+        })
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.position.result.is_some()
+    }
+}
+
+/// The idempotency key of a command.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptKey {
+    pub match_id: Uuid,
+    pub principal: String,
+    pub command_id: Uuid,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "camelCase", deny_unknown_fields)]
+pub enum ReceiptOutcome {
+    /// Accepted: the revision it produced.
+    Applied { revision: u64 },
+    /// A final business rejection, at the revision it was judged against.
+    Rejected { code: RejectionCode, revision: u64 },
+}
+
+/// A stored receipt: kept for accepted commands and final business rejections, for the
+/// match's whole retention.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    pub key: ReceiptKey,
+    /// Hex SHA-256 of the JCS of the whole validated command envelope.
+    pub fingerprint: String,
+    pub outcome: ReceiptOutcome,
+}
+
+impl Receipt {
+    /// The `game.ack` for this receipt.
+    pub fn ack(&self, duplicate: bool) -> ServerMessage {
+        let k = &self.key;
+        let ack = match &self.outcome {
+            ReceiptOutcome::Applied { revision } => Ack::applied(k.match_id, k.command_id, *revision),
+            ReceiptOutcome::Rejected { code, .. } => Ack::rejected(k.match_id, k.command_id, *code),
+        };
+        ServerMessage::Ack(Ack { duplicate, ..ack })
+    }
+}
+
+/// What produced a revision, as needed to replay it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
+pub enum LoggedOp {
+    Create { config: Value },
+    Command {
+        principal: String,
+        seat: Seat,
+        command_id: Uuid,
+        precondition: Precondition,
+        action_type: String,
+        payload: Value,
+    },
+    Lifecycle { event: Lifecycle, generation: Option<u64> },
+}
+
+/// One entry of the per-match log: an accepted change with its captured instant, its
+/// private randomness trace and its internal events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LogEntry {
+    pub revision: u64,
+    pub instant_ms: i64,
+    pub op: LoggedOp,
+    pub trace: Trace,
+    pub events: Vec<Value>,
+}
+
+/// A per-recipient publication of one revision (the outbox row). The gateway turns it into
+/// a live `game.snapshot` by adding the subscription id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Publication {
+    pub match_id: Uuid,
+    pub revision: u64,
+    /// The seat it is for; `None` for authorized spectators.
+    pub recipient: Option<Seat>,
+    /// A `game.snapshot` with `fromRevision = revision - 1`, the visible events of this
+    /// revision and an empty subscription id.
+    pub snapshot: ServerMessage,
+}
+
+/// Everything one operation writes, committed atomically by a store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Commit {
+    pub match_id: Uuid,
+    /// The revision the operation was judged against: the store's compare-and-set fence.
+    /// `None` for the creation of a new match.
+    pub expected_revision: Option<u64>,
+    /// The new match state when the operation changed it (an accepted change or creation).
+    pub state: Option<MatchState>,
+    pub receipt: Option<Receipt>,
+    pub log: Option<LogEntry>,
+    pub publications: Vec<Publication>,
+}
+
+impl Commit {
+    /// The revision the match has once this commit is stored.
+    pub fn revision_after(&self) -> Option<u64> {
+        self.state.as_ref().map(|s| s.revision).or(self.expected_revision)
+    }
+}

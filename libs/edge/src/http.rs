@@ -1,0 +1,313 @@
+//! The HTTP surface: the catalog, the platform's create/withdraw calls, dev tokens, the
+//! WebSocket upgrade, the page, metrics and health.
+//!
+//! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
+//! `{"code": …, "message": …}` with a fitting status, never a stack trace.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use juegoland_actors::{Host, HostError};
+use juegoland_core::{CreateError, GameKey, LifecycleError, SeatHolder};
+use juegoland_protocol::{ErrorCode, ErrorMessage};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::auth::Tokens;
+use crate::metrics::EdgeMetrics;
+use crate::ws::{Gateway, GatewayConfig};
+
+/// Everything the HTTP surface needs.
+#[derive(Clone)]
+pub struct EdgeState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Host,
+    tokens: Tokens,
+    gateway: Gateway,
+    registry: prometheus::Registry,
+    /// Whether the dev-only routes (token minting) are served.
+    dev: bool,
+    /// The bearer token the platform back end must present on platform calls; `None` leaves
+    /// them open (dev profile only).
+    platform_token: Option<String>,
+}
+
+/// Options of the edge.
+#[derive(Clone, Debug, Default)]
+pub struct EdgeOptions {
+    pub dev: bool,
+    pub platform_token: Option<String>,
+    pub gateway: GatewayConfig,
+}
+
+impl EdgeState {
+    pub fn new(
+        host: Host,
+        tokens: Tokens,
+        registry: prometheus::Registry,
+        options: EdgeOptions,
+    ) -> prometheus::Result<Self> {
+        let metrics = EdgeMetrics::new(&registry)?;
+        let gateway = Gateway { host: host.clone(), metrics, config: options.gateway };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                host,
+                tokens,
+                gateway,
+                registry,
+                dev: options.dev,
+                platform_token: options.platform_token,
+            }),
+        })
+    }
+}
+
+/// The router of the whole edge.
+pub fn router(state: EdgeState) -> Router {
+    let mut r = Router::new()
+        .route("/", get(page))
+        .route("/v1/games", get(games))
+        .route("/v1/matches", post(create_match))
+        .route("/v1/matches/{id}/withdrawals", post(withdraw))
+        .route("/v1/ws", get(ws))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }));
+    if state.inner.dev {
+        r = r.route("/v1/dev/tokens", post(dev_token));
+    }
+    r.with_state(state)
+}
+
+fn problem(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
+}
+
+fn strict<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        // serde's message names the offending field or position, never stored state.
+        problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.to_string())
+    })
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
+fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Response> {
+    match &state.inner.platform_token {
+        None => Ok(()),
+        Some(expected) if bearer(headers) == Some(expected.as_str()) => Ok(()),
+        Some(_) => Err(problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "platform token required")),
+    }
+}
+
+async fn page() -> Html<&'static str> {
+    Html(include_str!("../assets/index.html"))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CatalogEntry<'a> {
+    id: &'a str,
+    version: &'a str,
+    rules_version: &'a str,
+    view_schema_version: u32,
+    event_schema_version: u32,
+    min_seats: u32,
+    max_seats: u32,
+    bots: &'a [String],
+    actions: Vec<&'a str>,
+}
+
+async fn games(State(state): State<EdgeState>) -> Response {
+    let registry = &state.inner.host.engine().registry;
+    let entries: Vec<CatalogEntry<'_>> = registry
+        .games()
+        .map(|g| {
+            let d = g.descriptor();
+            CatalogEntry {
+                id: &d.id,
+                version: &d.version,
+                rules_version: &d.rules_version,
+                view_schema_version: d.view_schema_version,
+                event_schema_version: d.event_schema_version,
+                min_seats: d.min_seats,
+                max_seats: d.max_seats,
+                bots: &d.bots,
+                actions: d.actions.iter().map(|a| a.action_type.as_str()).collect(),
+            }
+        })
+        .collect();
+    Json(entries).into_response()
+}
+
+/// A seat is given to a principal (`"alice"`) or to a built-in bot (`{"bot": "default"}`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SeatSpec {
+    Principal(String),
+    Bot {
+        bot: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateMatch {
+    game: String,
+    /// A pinned rules version; the newest registered one by default.
+    #[serde(default)]
+    rules_version: Option<String>,
+    seats: BTreeMap<String, SeatSpec>,
+    #[serde(default = "empty_object")]
+    config: Value,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = platform_authorized(&state, &headers) {
+        return r;
+    }
+    let req: CreateMatch = match strict(&body) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let host = &state.inner.host;
+    let registry = &host.engine().registry;
+    let game = match &req.rules_version {
+        Some(v) => registry.get(&GameKey { id: req.game.clone(), rules_version: v.clone() }),
+        None => registry.latest(&req.game),
+    };
+    let Some(game) = game else {
+        return problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", format!("no game {:?}", req.game));
+    };
+    let seats = req
+        .seats
+        .into_iter()
+        .map(|(seat, spec)| {
+            let holder = match spec {
+                SeatSpec::Principal(p) => SeatHolder::Principal(p),
+                SeatSpec::Bot { bot } => SeatHolder::Bot(bot),
+            };
+            (seat, holder)
+        })
+        .collect();
+    match host.create_match(&game.key(), seats, &req.config).await {
+        Ok(match_id) => (StatusCode::CREATED, Json(json!({ "matchId": match_id, "revision": 0 }))).into_response(),
+        Err(HostError::Create(CreateError::InvalidSeats(m))) => problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m),
+        Err(HostError::Create(CreateError::InvalidConfig(m))) => problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m),
+        Err(HostError::Create(CreateError::UnknownGame)) => problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game"),
+        Err(HostError::Unavailable(_)) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
+        Err(e) => {
+            tracing::error!(error = %e, "create match failed");
+            problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Withdraw {
+    seat: String,
+}
+
+async fn withdraw(State(state): State<EdgeState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = platform_authorized(&state, &headers) {
+        return r;
+    }
+    let Ok(match_id) = Uuid::parse_str(&id) else {
+        return problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
+    };
+    let req: Withdraw = match strict(&body) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    match state.inner.host.withdraw(match_id, &req.seat).await {
+        Ok(revision) => Json(json!({ "revision": revision })).into_response(),
+        Err(HostError::NotFound) => problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match"),
+        Err(HostError::Lifecycle(e)) => {
+            let code = match e {
+                LifecycleError::Finished => "MATCH_FINISHED",
+                LifecycleError::UnknownSeat => "UNKNOWN_SEAT",
+                LifecycleError::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
+                LifecycleError::StaleDeadline | LifecycleError::Illegal(_) => "REFUSED",
+                LifecycleError::Fault(_) => return problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"),
+            };
+            problem(StatusCode::CONFLICT, code, e.to_string())
+        }
+        Err(HostError::Unavailable(_)) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
+        Err(e) => {
+            tracing::error!(error = %e, "withdraw failed");
+            problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenRequest {
+    principal: String,
+}
+
+async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Response {
+    let req: TokenRequest = match strict(&body) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if req.principal.is_empty() || req.principal.len() > 128 || req.principal.starts_with("bot:") {
+        return problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", "1 to 128 characters, not starting with bot:");
+    }
+    match state.inner.tokens.issue(&req.principal) {
+        Ok(token) => Json(json!({ "token": token })).into_response(),
+        Err(_) => problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"),
+    }
+}
+
+#[derive(Deserialize)]
+struct WsQuery {
+    access_token: Option<String>,
+}
+
+async fn ws(
+    State(state): State<EdgeState>,
+    headers: HeaderMap,
+    Query(q): Query<WsQuery>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let token = bearer(&headers).map(str::to_owned).or(q.access_token);
+    let Some(principal) = token.and_then(|t| state.inner.tokens.verify(&t).ok()) else {
+        let e = ErrorMessage::new(ErrorCode::Unauthenticated);
+        return (StatusCode::UNAUTHORIZED, juegoland_protocol::encode(&e.into())).into_response();
+    };
+    let gateway = state.inner.gateway.clone();
+    // Frames up to 1 MiB reach the protocol decoder, which answers anything over its own
+    // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.
+    upgrade
+        .max_message_size(1 << 20)
+        .max_frame_size(1 << 20)
+        .on_upgrade(move |socket| crate::ws::serve(gateway, principal, socket))
+}
+
+async fn metrics(State(state): State<EdgeState>) -> Response {
+    let families = state.inner.registry.gather();
+    let mut out = String::new();
+    match prometheus::TextEncoder::new().encode_utf8(&families, &mut out) {
+        Ok(()) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], out).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}

@@ -1,0 +1,353 @@
+//! The WebSocket endpoint: one connection, many matches.
+//!
+//! Each text frame is one protocol message, decoded strictly; bad input gets a typed
+//! `game.error` and never harms the connection's other matches. Each `game.sync` opens a
+//! subscription that runs the sync barrier: the bus receiver is installed FIRST, then the
+//! committed snapshot is read and sent, then buffered publications above its revision are
+//! delivered in order; any gap starts a new sync instead of delivering an incomplete
+//! sequence. A cursor goes out every `cursor_interval` per subscription.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
+use futures::{SinkExt, StreamExt};
+use juegoland_actors::{Host, HostError, SyncReply};
+use juegoland_bus::BusItem;
+use juegoland_protocol::{
+    ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, ServerMessage, SyncRequest, decode_client, encode,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+use uuid::Uuid;
+
+use crate::metrics::EdgeMetrics;
+
+/// Gateway settings.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    pub cursor_interval: Duration,
+    /// Outgoing messages queued per connection before the connection is considered dead.
+    pub outgoing_queue: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self { cursor_interval: Duration::from_secs(15), outgoing_queue: 1024 }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Gateway {
+    pub host: Host,
+    pub metrics: EdgeMetrics,
+    pub config: GatewayConfig,
+}
+
+struct Subscription {
+    match_id: Uuid,
+    task: JoinHandle<()>,
+}
+
+/// Sends protocol messages to the connection's writer.
+#[derive(Clone)]
+struct Outbox(mpsc::Sender<Utf8Bytes>);
+
+impl Outbox {
+    async fn send(&self, msg: &ServerMessage) -> bool {
+        self.0.send(Utf8Bytes::from(encode(msg))).await.is_ok()
+    }
+}
+
+/// Serves one authenticated connection until it closes.
+pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(gateway.config.outgoing_queue);
+    let writer = tokio::spawn(async move {
+        while let Some(text) = rx.recv().await {
+            if sink.send(Message::Text(text)).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let out = Outbox(tx);
+    gateway.metrics.connections.inc();
+    let mut subscriptions: HashMap<String, Subscription> = HashMap::new();
+    let pending: Arc<pending::PendingSet> = Arc::default();
+
+    while let Some(frame) = stream.next().await {
+        let Ok(frame) = frame else { break };
+        let bytes = match &frame {
+            Message::Text(t) => t.as_bytes(),
+            Message::Binary(_) => {
+                gateway.metrics.errors.with_label_values(&[ErrorCode::MalformedMessage.as_str()]).inc();
+                out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into()).await;
+                continue;
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        let msg = match decode_client(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                gateway.metrics.errors.with_label_values(&[e.code().as_str()]).inc();
+                out.send(&e.to_error_message().into()).await;
+                continue;
+            }
+        };
+        gateway.metrics.messages.with_label_values(&[msg.message_type()]).inc();
+        match msg {
+            ClientMessage::Sync(req) => {
+                subscriptions.retain(|_, s| !s.task.is_finished());
+                let subscription_id = format!("s-{}", juegoland_actors::shell::random_uuid());
+                let match_id = req.match_id;
+                let task = tokio::spawn(subscribe(
+                    gateway.clone(),
+                    principal.clone(),
+                    req,
+                    subscription_id.clone(),
+                    out.clone(),
+                ));
+                subscriptions.insert(subscription_id, Subscription { match_id, task });
+            }
+            ClientMessage::Command(envelope) => {
+                let (match_id, command_id) = (envelope.match_id, envelope.command_id);
+                if !pending.insert(match_id) {
+                    let e = ErrorMessage::new(ErrorCode::CommandPending).with_match_id(match_id).with_command_id(command_id);
+                    gateway.metrics.errors.with_label_values(&[ErrorCode::CommandPending.as_str()]).inc();
+                    out.send(&e.into()).await;
+                    continue;
+                }
+                let (gateway, principal, out, pending) = (gateway.clone(), principal.clone(), out.clone(), pending.clone());
+                tokio::spawn(async move {
+                    let answer = command(&gateway, &principal, envelope).await;
+                    pending.remove(match_id);
+                    out.send(&answer).await;
+                });
+            }
+            ClientMessage::CommandStatus(req) => {
+                let (gateway, principal, out) = (gateway.clone(), principal.clone(), out.clone());
+                tokio::spawn(async move {
+                    let answer = match gateway.host.command_status(req.match_id, &principal, req.command_id).await {
+                        Ok(m) => m,
+                        Err(e) => host_error(&gateway, &e, Some(req.match_id)).with_command_id(req.command_id).into(),
+                    };
+                    out.send(&answer).await;
+                });
+            }
+            ClientMessage::Unsubscribe(req) => {
+                // A subscription belongs to its connection: another connection's id is
+                // simply not found here.
+                match subscriptions.remove(&req.subscription_id) {
+                    Some(s) if s.match_id == req.match_id => s.task.abort(),
+                    other => {
+                        if let Some(s) = other {
+                            subscriptions.insert(req.subscription_id.clone(), s);
+                        }
+                        let e = ErrorMessage::new(ErrorCode::SubscriptionNotFound)
+                            .with_match_id(req.match_id)
+                            .with_subscription_id(req.subscription_id);
+                        out.send(&e.into()).await;
+                    }
+                }
+            }
+        }
+    }
+    for (_, s) in subscriptions {
+        s.task.abort();
+    }
+    drop(out);
+    let _ = writer.await;
+    gateway.metrics.connections.dec();
+}
+
+async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) -> ServerMessage {
+    let (match_id, command_id) = (envelope.match_id, envelope.command_id);
+    match gateway.host.command(principal, envelope).await {
+        Ok(answer) => {
+            if let ServerMessage::Error(e) = &answer {
+                gateway.metrics.errors.with_label_values(&[e.code.as_str()]).inc();
+            }
+            answer
+        }
+        Err(e) => host_error(gateway, &e, Some(match_id)).with_command_id(command_id).into(),
+    }
+}
+
+fn host_error(gateway: &Gateway, e: &HostError, match_id: Option<Uuid>) -> ErrorMessage {
+    if !matches!(e, HostError::NotFound) {
+        warn!(error = %e, "host call failed");
+    }
+    let msg = e.to_error_message(match_id);
+    gateway.metrics.errors.with_label_values(&[msg.code.as_str()]).inc();
+    msg
+}
+
+/// Why a subscription resynced.
+#[derive(Clone, Copy)]
+enum Resync {
+    Gap,
+    BusLag,
+    Cursor,
+}
+
+impl Resync {
+    fn as_str(self) -> &'static str {
+        match self {
+            Resync::Gap => "gap",
+            Resync::BusLag => "bus-lag",
+            Resync::Cursor => "cursor",
+        }
+    }
+}
+
+/// One subscription: the sync barrier, then live delivery, cursors and resyncs.
+async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscription_id: String, out: Outbox) {
+    let match_id = req.match_id;
+    let error = |code: ErrorCode| ErrorMessage::new(code).with_match_id(match_id).with_request_id(req.request_id.clone());
+    // Step 1: install the receiver FIRST; publications arriving from now on are buffered.
+    let mut publications = match gateway.host.bus().subscribe(match_id).await {
+        Ok(s) => s,
+        Err(e) => {
+            warn!(match_id = %match_id, error = %e, "bus subscribe failed");
+            out.send(&error(ErrorCode::Unavailable).into()).await;
+            return;
+        }
+    };
+    // Step 2: read a committed revision R.
+    let reply = match read(&gateway, match_id, &principal).await {
+        Ok(r) => r,
+        Err(e) => {
+            out.send(&ErrorMessage { request_id: Some(req.request_id.clone()), ..e }.into()).await;
+            return;
+        }
+    };
+    let compatible = req.accept.iter().any(|t| {
+        t.id == reply.game.id
+            && t.rules_version == reply.game.rules_version
+            && t.view_schema_version == reply.view_schema_version
+            && t.event_schema_version == reply.event_schema_version
+    });
+    if !compatible {
+        out.send(&error(ErrorCode::IncompatibleClient).into()).await;
+        return;
+    }
+    let seat = reply.seat.clone();
+    let mut revision = reply.revision;
+    // Step 3: the sync snapshot, with the request's id and no events.
+    if !out.send(&with_ids(reply.snapshot, &subscription_id, Some(&req.request_id))).await {
+        return;
+    }
+    gateway.metrics.subscriptions.inc();
+    let _guard = GaugeGuard(gateway.metrics.subscriptions.clone());
+    debug!(match_id = %match_id, subscription_id, revision, "subscribed");
+
+    let mut cursor = tokio::time::interval_at(
+        tokio::time::Instant::now() + gateway.config.cursor_interval,
+        gateway.config.cursor_interval,
+    );
+    loop {
+        let resync = tokio::select! {
+            item = publications.next() => match item {
+                // Step 4: drop what the snapshot already covers, deliver the next one.
+                Some(BusItem::Publication(p)) if p.recipient.as_deref() == Some(seat.as_str()) => {
+                    if p.revision <= revision {
+                        None
+                    } else if p.revision == revision + 1 {
+                        revision = p.revision;
+                        if !out.send(&with_ids(p.snapshot.clone(), &subscription_id, None)).await {
+                            return;
+                        }
+                        None
+                    } else {
+                        Some(Resync::Gap)
+                    }
+                }
+                Some(BusItem::Publication(_)) => None,
+                Some(BusItem::Gap) => Some(Resync::BusLag),
+                None => return,
+            },
+            _ = cursor.tick() => {
+                match gateway.host.revision(match_id).await {
+                    Ok(committed) => {
+                        let c = Cursor { match_id, subscription_id: subscription_id.clone(), revision: committed };
+                        if !out.send(&c.into()).await {
+                            return;
+                        }
+                        // Our own delivery fell behind a publication that never came.
+                        (committed > revision).then_some(Resync::Cursor)
+                    }
+                    Err(_) => None,
+                }
+            }
+        };
+        if let Some(reason) = resync {
+            // Step 5: a gap or overflow starts a new sync instead of an incomplete sequence.
+            gateway.metrics.resyncs.with_label_values(&[reason.as_str()]).inc();
+            match read(&gateway, match_id, &principal).await {
+                Ok(r) => {
+                    revision = r.revision;
+                    if !out.send(&with_ids(r.snapshot, &subscription_id, None)).await {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    out.send(&e.with_subscription_id(subscription_id.clone()).into()).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn read(gateway: &Gateway, match_id: Uuid, principal: &str) -> Result<SyncReply, ErrorMessage> {
+    match gateway.host.sync(match_id, principal).await {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(host_error(gateway, &e, Some(match_id))),
+    }
+}
+
+fn with_ids(msg: ServerMessage, subscription_id: &str, request_id: Option<&str>) -> ServerMessage {
+    match msg {
+        ServerMessage::Snapshot(mut s) => {
+            s.subscription_id = subscription_id.to_owned();
+            s.request_id = request_id.map(str::to_owned);
+            ServerMessage::Snapshot(s)
+        }
+        other => other,
+    }
+}
+
+struct GaugeGuard(prometheus::IntGauge);
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+mod pending {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    use uuid::Uuid;
+
+    /// The matches with a board command in flight on one connection.
+    #[derive(Default)]
+    pub struct PendingSet(Mutex<HashSet<Uuid>>);
+
+    impl PendingSet {
+        /// False if a command for `match_id` is already pending.
+        pub fn insert(&self, match_id: Uuid) -> bool {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(match_id)
+        }
+
+        pub fn remove(&self, match_id: Uuid) {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&match_id);
+        }
+    }
+}

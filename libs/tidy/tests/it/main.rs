@@ -1,0 +1,154 @@
+//! The architecture checks, run on the real workspace by plain `cargo test`, and the tests
+//! that show each check can fail (`checker`).
+//!
+//! When one of these fails, its message says how to fix the problem. The layer table is in
+//! `libs/tidy/src/layers.rs`; known exceptions go into [`RATCHET`] below, with a reason.
+
+mod checker;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use juegoland_tidy::deps::{Exception, check_dependencies};
+use juegoland_tidy::graph::Graph;
+use juegoland_tidy::layers::layer_of;
+use juegoland_tidy::{clippy, manifest, workspace_root};
+
+/// Known exceptions to the direction and purity rules: `(crate, forbidden target, reason)`.
+/// An entry suppresses exactly that failure; an entry that suppresses nothing fails the
+/// test, so this table only shrinks. Add an entry only for something genuinely harmless or
+/// scheduled to be fixed, and say which in the reason.
+const RATCHET: &[Exception] = &[
+    Exception {
+        krate: "juegoland-core",
+        target: "getrandom",
+        reason: "two routes, both harmless for rule outputs. (1) jsonschema, which validates \
+                 rule outputs, uses ahash with its default `runtime-rng` feature (and, on wasm32, \
+                 getrandom directly): the OS randomness only seeds the hash maps inside compiled \
+                 validators, changing lookup speed, never a validation result. (2) sha2 → digest \
+                 → crypto-common, whose `getrandom` feature is switched on for the whole \
+                 workspace by jsonwebtoken in libs/edge (feature unification): it only adds key \
+                 generation APIs that hashing never calls. Rules cannot reach either (getrandom \
+                 is no direct dependency; randomness comes only from the SDK's services). \
+                 Remove when jsonschema lets us turn `runtime-rng` off and crypto-common's \
+                 feature is no longer unified in",
+    },
+    Exception {
+        krate: "juegoland-protocol",
+        target: "getrandom",
+        reason: "sha2 → digest → crypto-common, whose `getrandom` feature is switched on for the \
+                 whole workspace by jsonwebtoken (rust_crypto) in libs/edge, through feature \
+                 unification; `cargo build -p juegoland-protocol` alone does not link it. It only \
+                 adds key generation APIs; the protocol's JCS fingerprints hash deterministically \
+                 and never call them. Remove when the JWT stack stops enabling it, or when the \
+                 protocol hashes with a crate that has no such feature",
+    },
+];
+
+fn root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(workspace_root)
+}
+
+fn metadata() -> &'static cargo_metadata::Metadata {
+    static METADATA: OnceLock<cargo_metadata::Metadata> = OnceLock::new();
+    METADATA.get_or_init(|| {
+        cargo_metadata::MetadataCommand::new()
+            .manifest_path(root().join("Cargo.toml"))
+            .exec()
+            .unwrap_or_else(|e| panic!("run cargo metadata on the workspace: {e}"))
+    })
+}
+
+fn graph() -> &'static Graph {
+    static GRAPH: OnceLock<Graph> = OnceLock::new();
+    GRAPH.get_or_init(|| Graph::from_metadata(metadata()).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn report(what: &str, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{what}: {} problem(s)\n\n{}\n",
+        failures.len(),
+        failures.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n\n")
+    );
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(root()).unwrap_or(path).display().to_string()
+}
+
+#[test]
+fn dependencies_follow_the_layers_and_pure_crates_stay_pure() {
+    report("architecture (libs/tidy): dependency direction and purity", &check_dependencies(graph(), RATCHET));
+}
+
+#[test]
+fn the_workspace_has_pure_crates_to_check() {
+    // Guards the guard: if the layer mapping stopped recognising the pure crates, the
+    // purity and clippy checks would pass vacuously.
+    let pure: Vec<&str> = graph()
+        .members()
+        .filter(|c| c.dir.as_deref().and_then(layer_of).is_some_and(|l| l.is_pure()))
+        .map(|c| c.name.as_str())
+        .collect();
+    for expected in ["juegoland-sdk", "juegoland-protocol", "juegoland-core"] {
+        assert!(
+            pure.contains(&expected),
+            "{expected} is not seen as a pure crate (found {pure:?}): check layer_of in \
+             libs/tidy/src/layers.rs"
+        );
+    }
+}
+
+#[test]
+fn pure_crates_ban_nondeterminism_in_their_clippy_toml() {
+    let mut failures = Vec::new();
+    for member in graph().members() {
+        let Some(dir) = member.dir.as_deref() else {
+            continue;
+        };
+        if layer_of(dir).is_some_and(|l| l.is_pure()) {
+            failures.extend(clippy::check_crate(&member.name, &root().join(dir), root()));
+        }
+    }
+    report("architecture (libs/tidy): clippy bans in pure crates", &failures);
+}
+
+#[test]
+fn manifests_inherit_workspace_lints_and_versions() {
+    let mut failures = Vec::new();
+    for package in metadata().workspace_packages() {
+        let path = package.manifest_path.as_std_path();
+        let label = relative(path);
+        match std::fs::read_to_string(path) {
+            Ok(text) => failures.extend(manifest::check_manifest(&label, &text)),
+            Err(e) => failures.push(format!("read {label}: {e}")),
+        }
+    }
+    report("architecture (libs/tidy): manifests", &failures);
+}
+
+#[test]
+fn crate_roots_start_with_a_doc_comment() {
+    use cargo_metadata::TargetKind;
+    let mut failures = Vec::new();
+    for package in metadata().workspace_packages() {
+        for target in &package.targets {
+            let is_root = target
+                .kind
+                .iter()
+                .any(|k| matches!(k, TargetKind::Lib | TargetKind::RLib | TargetKind::ProcMacro | TargetKind::Bin));
+            if !is_root {
+                continue;
+            }
+            let path = target.src_path.as_std_path();
+            let label = relative(path);
+            match std::fs::read_to_string(path) {
+                Ok(text) => failures.extend(manifest::check_crate_root(&label, &text)),
+                Err(e) => failures.push(format!("read {label}: {e}")),
+            }
+        }
+    }
+    report("architecture (libs/tidy): crate roots", &failures);
+}

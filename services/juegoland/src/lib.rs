@@ -1,0 +1,112 @@
+//! The all-in-one composition: every role in one process, with an in-memory store and an
+//! in-process bus behind the same traits and code paths the cluster uses.
+//!
+//! Owns: the command line, the registry of compiled-in games, and wiring (engine → host →
+//! edge). Must not use: another service crate.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_bus::LocalBus;
+use juegoland_core::{Engine, Registry};
+use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
+use juegoland_store::MemoryStore;
+use tokio::net::TcpListener;
+use tracing::info;
+
+#[derive(Parser, Debug)]
+#[command(name = "juegoland", version, about = "The Juegoland game engine")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run every role in one process and serve the page, the protocol and the API.
+    Dev(DevConfig),
+}
+
+/// Settings of `juegoland dev`, each with its default and environment override.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DevConfig {
+    /// Address of the HTTP server (page, API, WebSocket, metrics).
+    #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
+    pub http: SocketAddr,
+    /// Secret that signs client tokens (HS256); a random one per start by default.
+    #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
+    pub jwt_secret: Option<String>,
+    /// Lifetime of issued dev tokens, in seconds.
+    #[arg(long, env = "JUEGOLAND_TOKEN_TTL", default_value_t = 86_400)]
+    pub token_ttl: u64,
+    /// Bearer token the platform must present on create/withdraw; open when unset.
+    #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
+    pub platform_token: Option<String>,
+    /// Seconds without messages before a match actor passivates.
+    #[arg(long, env = "JUEGOLAND_IDLE_PASSIVATION", default_value_t = 300)]
+    pub idle_passivation: u64,
+    /// Seconds between cursors per subscription.
+    #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
+    pub cursor_interval: u64,
+}
+
+/// Logs as structured lines; `RUST_LOG` filters (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+}
+
+/// Every game compiled into this binary.
+pub fn registry() -> anyhow::Result<Registry> {
+    let mut r = Registry::new();
+    r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).context("register conecta4")?;
+    Ok(r)
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Dev(config) => dev(config).await,
+    }
+}
+
+async fn dev(config: DevConfig) -> anyhow::Result<()> {
+    let engine = Arc::new(Engine::new(Arc::new(registry()?)));
+    let prometheus = prometheus::Registry::new();
+    let metrics = Metrics::new(&prometheus).context("register metrics")?;
+    let host_config = HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
+    let host = Host::start(engine, Arc::new(MemoryStore::new()), Arc::new(LocalBus::default()), metrics, host_config)
+        .await
+        .context("start the match host")?;
+    let secret = match &config.jwt_secret {
+        Some(s) => s.as_bytes().to_vec(),
+        None => {
+            let mut s = vec![0u8; 32];
+            getrandom::fill(&mut s).context("generate a token secret")?;
+            s
+        }
+    };
+    let options = EdgeOptions {
+        dev: true,
+        platform_token: config.platform_token.clone(),
+        gateway: GatewayConfig { cursor_interval: Duration::from_secs(config.cursor_interval), ..Default::default() },
+    };
+    let edge = EdgeState::new(host, Tokens::new(&secret, config.token_ttl).context("token keys")?, prometheus, options)
+        .context("register edge metrics")?;
+    let listener = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
+    let addr = listener.local_addr()?;
+    info!(%addr, "juegoland dev is listening; open http://{addr}/");
+    // Tests and scripts read this line to find the port when started with port 0.
+    println!("listening on http://{addr}/");
+    axum::serve(listener, juegoland_edge::router(edge))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("serve")?;
+    Ok(())
+}
