@@ -886,7 +886,9 @@ mod tests {
 
     #[test]
     fn type_may_come_last() {
-        let input = format!(r#"{{"matchId":"{MATCH}","commandId":"{COMMAND}","protocolVersion":1,"type":"game.command-status"}}"#);
+        let input = format!(
+            r#"{{"matchId":"{MATCH}","commandId":"{COMMAND}","protocolVersion":1,"type":"game.command-status"}}"#
+        );
         assert!(matches!(decode_client(input.as_bytes()).unwrap(), ClientMessage::CommandStatus(_)));
     }
 
@@ -910,7 +912,8 @@ mod tests {
         assert_eq!(kind_of(&input), MalformedKind::UnknownField);
         let input = command("{}").replace(r#""kind":"match","revision":7"#, r#""kind":"actor","phaseEpoch":1"#);
         assert_eq!(kind_of(&input), MalformedKind::MissingField);
-        let actor = command("{}").replace(r#""kind":"match","revision":7"#, r#""actorRevision":2,"kind":"actor","phaseEpoch":1"#);
+        let actor = command("{}")
+            .replace(r#""kind":"match","revision":7"#, r#""actorRevision":2,"kind":"actor","phaseEpoch":1"#);
         let ClientMessage::Command(cmd) = decode_client(actor.as_bytes()).unwrap() else { panic!("not a command") };
         assert_eq!(cmd.precondition, Precondition::Actor { phase_epoch: 1, actor_revision: 2 });
     }

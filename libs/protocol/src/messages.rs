@@ -115,7 +115,7 @@ pub struct ContractTuple {
 }
 
 /// `game.command`: an action submitted against a precondition. Retrying means resending this
-/// exact envelope; its [`fingerprint`](crate::fingerprint) identifies it.
+/// exact envelope; its fingerprint (SHA-256 of its JCS form) identifies it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommandEnvelope {
@@ -238,6 +238,7 @@ impl From<ErrorMessage> for ServerMessage {
 /// `fromRevision: R-1`, `revision: R` and the visible events of revision R.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(transform = require_nullable_snapshot_fields)]
 pub struct Snapshot {
     #[serde(deserialize_with = "wire_uuid")]
     pub match_id: Uuid,
@@ -253,7 +254,6 @@ pub struct Snapshot {
     pub revision: u64,
     /// The recipient's seat, or `null` for an authorized spectator. Always present.
     #[serde(deserialize_with = "nullable")]
-    #[schemars(required)]
     pub seat: Option<String>,
     pub view: Value,
     pub context: Value,
@@ -261,10 +261,21 @@ pub struct Snapshot {
     pub actions: Vec<WireOffer>,
     /// `null` while the match is active. Always present.
     #[serde(deserialize_with = "nullable")]
-    #[schemars(required)]
     pub result: Option<MatchResult>,
     /// The visible events of this revision; empty on sync answers.
     pub events: Vec<WireEvent>,
+}
+
+/// Marks `seat` and `result` as required: they are always present, possibly `null`.
+/// (`#[schemars(required)]` would also drop `null` from their types.)
+fn require_nullable_snapshot_fields(schema: &mut schemars::Schema) {
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        for field in ["seat", "result"] {
+            if !required.iter().any(|r| r == field) {
+                required.push(Value::from(field));
+            }
+        }
+    }
 }
 
 /// An offer: an action the recipient may submit, with the precondition to send back.
@@ -357,7 +368,14 @@ pub struct Ack {
 impl Ack {
     /// The receipt of an applied command that produced `revision`.
     pub fn applied(match_id: Uuid, command_id: Uuid, revision: u64) -> Self {
-        Self { match_id, command_id, status: AckStatus::Applied, revision: Some(revision), code: None, duplicate: false }
+        Self {
+            match_id,
+            command_id,
+            status: AckStatus::Applied,
+            revision: Some(revision),
+            code: None,
+            duplicate: false,
+        }
     }
 
     /// The receipt of a rejected command.

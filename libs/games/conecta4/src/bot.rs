@@ -22,7 +22,9 @@ pub const MIN_DEPTH: u32 = 6;
 /// Plies never exceeded.
 pub const MAX_DEPTH: u32 = 9;
 /// Nodes the iterative deepening may spend; keeps a 7 × 6 answer in a few milliseconds.
-const NODE_BUDGET: u64 = 60_000;
+const NODE_BUDGET: u64 = 40_000;
+/// The bonus per disc in the centre column(s), which take part in the most lines.
+const CENTRE_BONUS: i32 = 3;
 
 const WIN: i32 = 1_000_000;
 
@@ -43,6 +45,8 @@ struct Search {
     columns: usize,
     bottom: u128,
     board: u128,
+    /// The centre column, or the two central columns of an even-width board.
+    centre: u128,
     /// Every window of `connect` cells in a line, as a bit mask.
     windows: Vec<u128>,
     /// Columns, centre first.
@@ -76,10 +80,17 @@ impl Search {
                 }
             }
         }
-        let centre = (columns as usize - 1) as f64 / 2.0;
+        // Distances from the centre are doubled so that they stay integers.
+        let distance = |c: usize| (2 * c as i64 - (i64::from(columns) - 1)).abs();
         let mut order: Vec<usize> = (0..columns as usize).collect();
         // A stable sort keeps the left one of two equally central columns first.
-        order.sort_by(|a, b| (*a as f64 - centre).abs().total_cmp(&(*b as f64 - centre).abs()));
+        order.sort_by_key(|c| distance(*c));
+        let mut centre = 0;
+        for c in order.iter().copied().filter(|c| distance(*c) <= 1) {
+            for r in 0..i64::from(rows) {
+                centre |= bit(c as i64, r).unwrap_or(0);
+            }
+        }
         Self {
             h1,
             connect: u32::from(config.connect),
@@ -87,6 +98,7 @@ impl Search {
             columns: columns as usize,
             bottom,
             board,
+            centre,
             windows,
             order,
             nodes: 0,
@@ -136,7 +148,7 @@ impl Search {
             2 => 8,
             _ => 1,
         };
-        let mut score = 0;
+        let mut score = CENTRE_BONUS * ((s.own & self.centre).count_ones() as i32 - (opp & self.centre).count_ones() as i32);
         for w in &self.windows {
             let (a, b) = ((w & s.own).count_ones(), (w & opp).count_ones());
             if b == 0 && a > 0 {
@@ -288,5 +300,22 @@ mod tests {
         let discs = bit(0, 3) | bit(0, 4) | bit(0, 5);
         let others = bit(0, 0) | bit(0, 1) | bit(0, 2);
         assert_eq!(s.threats(discs, discs | others), 0);
+    }
+}
+#[cfg(test)]
+mod debug_tmp {
+    use super::*;
+    #[test]
+    fn dump_root() {
+        let mut search = Search::new(&Config::default());
+        let s = State { own: 0, mask: 0, moves: 0 };
+        for depth in 2..=9 {
+            let before = search.nodes;
+            let mut all = vec![];
+            for c in 0..7 {
+                all.push((c, -search.negamax(&search.play(&s, c), depth - 1, -WIN - 1, WIN + 1, 1)));
+            }
+            println!("depth {depth}: {all:?} nodes {}", search.nodes - before);
+        }
     }
 }

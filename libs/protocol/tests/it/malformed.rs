@@ -34,31 +34,103 @@ fn malformed_cases() -> Vec<(&'static str, Vec<u8>, MalformedKind)> {
         ("bad JSON", b"{\"protocolVersion\":1,".to_vec(), MalformedKind::Syntax),
         ("trailing data", format!("{cmd} {{}}").into_bytes(), MalformedKind::Syntax),
         ("not an object", b"[1,2,3]".to_vec(), MalformedKind::InvalidValue),
-        ("duplicate top-level key", sub(r#""type":"game.command","#, r#""type":"game.command","type":"game.command","#), MalformedKind::DuplicateKey),
-        ("duplicate matchId", sub(r#""commandId""#, &format!(r#""matchId":"{MATCH}","commandId""#)), MalformedKind::DuplicateKey),
-        ("duplicate key in precondition", sub(r#""revision":7"#, r#""revision":7,"revision":7"#), MalformedKind::DuplicateKey),
-        ("duplicate key in action", sub(r#""type":"drop""#, r#""type":"drop","type":"drop""#), MalformedKind::DuplicateKey),
-        ("duplicate key in payload", command_with_payload(r#"{"column":3,"column":4}"#).into_bytes(), MalformedKind::DuplicateKey),
-        ("duplicate key deep in payload", command_with_payload(r#"{"a":[{"b":{"c":1,"d":[],"c":1}}]}"#).into_bytes(), MalformedKind::DuplicateKey),
-        ("duplicate key spelled with an escape", command_with_payload(r#"{"a":1,"\u0061":1}"#).into_bytes(), MalformedKind::DuplicateKey),
-        ("duplicate key in accept tuple", SYNC.replacen(r#""id":"conecta4""#, r#""id":"conecta4","id":"x""#, 1).into_bytes(), MalformedKind::DuplicateKey),
+        (
+            "duplicate top-level key",
+            sub(r#""type":"game.command","#, r#""type":"game.command","type":"game.command","#),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate matchId",
+            sub(r#""commandId""#, &format!(r#""matchId":"{MATCH}","commandId""#)),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key in precondition",
+            sub(r#""revision":7"#, r#""revision":7,"revision":7"#),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key in action",
+            sub(r#""type":"drop""#, r#""type":"drop","type":"drop""#),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key in payload",
+            command_with_payload(r#"{"column":3,"column":4}"#).into_bytes(),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key deep in payload",
+            command_with_payload(r#"{"a":[{"b":{"c":1,"d":[],"c":1}}]}"#).into_bytes(),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key spelled with an escape",
+            command_with_payload(r#"{"a":1,"\u0061":1}"#).into_bytes(),
+            MalformedKind::DuplicateKey,
+        ),
+        (
+            "duplicate key in accept tuple",
+            SYNC.replacen(r#""id":"conecta4""#, r#""id":"conecta4","id":"x""#, 1).into_bytes(),
+            MalformedKind::DuplicateKey,
+        ),
         ("invalid UTF-8 bytes", invalid_utf8, MalformedKind::InvalidUnicode),
-        ("lone leading surrogate", command_with_payload(r#"{"name":"\ud800"}"#).into_bytes(), MalformedKind::InvalidUnicode),
-        ("lone trailing surrogate", command_with_payload(r#"{"name":"\udc00x"}"#).into_bytes(), MalformedKind::InvalidUnicode),
-        ("lone surrogate in a key", command_with_payload(r#"{"\ud83d":1}"#).into_bytes(), MalformedKind::InvalidUnicode),
-        ("unknown top-level field", sub(r#""protocolVersion":1,"#, r#""protocolVersion":1,"extra":true,"#), MalformedKind::UnknownField),
-        ("unknown field in precondition", sub(r#""revision":7"#, r#""revision":7,"actor":"p0""#), MalformedKind::UnknownField),
-        ("unknown field in action", sub(r#""type":"drop""#, r#""type":"drop","seat":"p0""#), MalformedKind::UnknownField),
-        ("unknown field in accept tuple", SYNC.replacen(r#""id":"conecta4""#, r#""id":"conecta4","x":1"#, 1).into_bytes(), MalformedKind::UnknownField),
-        ("field of another message type", sub(r#""protocolVersion":1,"#, r#""protocolVersion":1,"requestId":"r-1","#), MalformedKind::UnknownField),
+        (
+            "lone leading surrogate",
+            command_with_payload(r#"{"name":"\ud800"}"#).into_bytes(),
+            MalformedKind::InvalidUnicode,
+        ),
+        (
+            "lone trailing surrogate",
+            command_with_payload(r#"{"name":"\udc00x"}"#).into_bytes(),
+            MalformedKind::InvalidUnicode,
+        ),
+        (
+            "lone surrogate in a key",
+            command_with_payload(r#"{"\ud83d":1}"#).into_bytes(),
+            MalformedKind::InvalidUnicode,
+        ),
+        (
+            "unknown top-level field",
+            sub(r#""protocolVersion":1,"#, r#""protocolVersion":1,"extra":true,"#),
+            MalformedKind::UnknownField,
+        ),
+        (
+            "unknown field in precondition",
+            sub(r#""revision":7"#, r#""revision":7,"actor":"p0""#),
+            MalformedKind::UnknownField,
+        ),
+        (
+            "unknown field in action",
+            sub(r#""type":"drop""#, r#""type":"drop","seat":"p0""#),
+            MalformedKind::UnknownField,
+        ),
+        (
+            "unknown field in accept tuple",
+            SYNC.replacen(r#""id":"conecta4""#, r#""id":"conecta4","x":1"#, 1).into_bytes(),
+            MalformedKind::UnknownField,
+        ),
+        (
+            "field of another message type",
+            sub(r#""protocolVersion":1,"#, r#""protocolVersion":1,"requestId":"r-1","#),
+            MalformedKind::UnknownField,
+        ),
         ("unknown message type", sub("game.command", "game.frobnicate"), MalformedKind::UnknownType),
         ("server message type from a client", sub("game.command", "game.ack"), MalformedKind::UnknownType),
         ("missing protocolVersion", sub(r#""protocolVersion":1,"#, ""), MalformedKind::MissingField),
         ("missing type", sub(r#""type":"game.command","#, ""), MalformedKind::MissingField),
         ("missing action", sub(r#","action":{"type":"drop","payload":{"column":3}}"#, ""), MalformedKind::MissingField),
         ("missing payload", sub(r#","payload":{"column":3}"#, ""), MalformedKind::MissingField),
-        ("protocolVersion as string", sub(r#""protocolVersion":1"#, r#""protocolVersion":"1""#), MalformedKind::InvalidValue),
-        ("protocolVersion as float", sub(r#""protocolVersion":1"#, r#""protocolVersion":1.5"#), MalformedKind::InvalidValue),
+        (
+            "protocolVersion as string",
+            sub(r#""protocolVersion":1"#, r#""protocolVersion":"1""#),
+            MalformedKind::InvalidValue,
+        ),
+        (
+            "protocolVersion as float",
+            sub(r#""protocolVersion":1"#, r#""protocolVersion":1.5"#),
+            MalformedKind::InvalidValue,
+        ),
         ("revision as string", sub(r#""revision":7"#, r#""revision":"7""#), MalformedKind::InvalidValue),
         ("negative revision", sub(r#""revision":7"#, r#""revision":-1"#), MalformedKind::InvalidValue),
         ("unknown precondition kind", sub(r#""kind":"match""#, r#""kind":"phase""#), MalformedKind::InvalidValue),
@@ -67,12 +139,37 @@ fn malformed_cases() -> Vec<(&'static str, Vec<u8>, MalformedKind)> {
         ("UUID without hyphens", sub(MATCH, &MATCH.replace('-', "")), MalformedKind::InvalidValue),
         ("payload not an object", command_with_payload("[3]").into_bytes(), MalformedKind::InvalidValue),
         ("empty action type", sub(r#""type":"drop""#, r#""type":"""#), MalformedKind::InvalidValue),
-        ("empty accept", SYNC.replacen(r#""accept":[{"id":"conecta4","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#, r#""accept":[]"#, 1).into_bytes(), MalformedKind::InvalidValue),
-        ("empty requestId", SYNC.replacen(r#""requestId":"r-1""#, r#""requestId":"""#, 1).into_bytes(), MalformedKind::InvalidValue),
-        ("requestId of 129 characters", SYNC.replacen("r-1", &"é".repeat(129), 1).into_bytes(), MalformedKind::InvalidValue),
+        (
+            "empty accept",
+            SYNC.replacen(
+                r#""accept":[{"id":"conecta4","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#,
+                r#""accept":[]"#,
+                1,
+            )
+            .into_bytes(),
+            MalformedKind::InvalidValue,
+        ),
+        (
+            "empty requestId",
+            SYNC.replacen(r#""requestId":"r-1""#, r#""requestId":"""#, 1).into_bytes(),
+            MalformedKind::InvalidValue,
+        ),
+        (
+            "requestId of 129 characters",
+            SYNC.replacen("r-1", &"é".repeat(129), 1).into_bytes(),
+            MalformedKind::InvalidValue,
+        ),
         ("depth 33", command_with_payload(&nested_objects(31)).into_bytes(), MalformedKind::TooDeep),
-        ("depth 33 in arrays", command_with_payload(&format!("{{\"a\":{}1{}}}", "[".repeat(30), "]".repeat(30))).into_bytes(), MalformedKind::TooDeep),
-        ("depth far beyond serde_json's own limit", command_with_payload(&nested_objects(200)).into_bytes(), MalformedKind::TooDeep),
+        (
+            "depth 33 in arrays",
+            command_with_payload(&format!("{{\"a\":{}1{}}}", "[".repeat(30), "]".repeat(30))).into_bytes(),
+            MalformedKind::TooDeep,
+        ),
+        (
+            "depth far beyond serde_json's own limit",
+            command_with_payload(&nested_objects(200)).into_bytes(),
+            MalformedKind::TooDeep,
+        ),
     ]
 }
 
@@ -162,7 +259,9 @@ fn server_decoder_is_just_as_strict() {
     for (input, kind) in cases {
         let err = decode_server(input.as_bytes()).expect_err("rejected");
         assert_eq!(err.malformed_kind(), Some(kind), "{input}");
-        assert_eq!(err.ids().unwrap().match_id.map(|id| id.to_string()).as_deref(), Some(MATCH));
+        // Ids are read from a well-formed object only; duplicate keys fail before that.
+        let expected_match = (kind != MalformedKind::DuplicateKey).then_some(MATCH);
+        assert_eq!(err.ids().unwrap().match_id.map(|id| id.to_string()).as_deref(), expected_match);
     }
     let v2 = ack.replacen(r#""protocolVersion":1"#, r#""protocolVersion":2"#, 1);
     assert_eq!(decode_server(v2.as_bytes()).unwrap_err().code(), ErrorCode::UnsupportedProtocol);

@@ -34,7 +34,7 @@ fn arb_object() -> impl Strategy<Value = Value> {
 /// Writes `value` as JSON text with object keys in an order and with whitespace chosen by
 /// `noise`, so that equal values get different texts.
 fn write_scrambled(value: &Value, noise: &mut impl Iterator<Item = u8>, out: &mut String) {
-    let mut space = |out: &mut String, noise: &mut dyn Iterator<Item = u8>| {
+    let space = |out: &mut String, noise: &mut dyn Iterator<Item = u8>| {
         for _ in 0..noise.next().unwrap_or(0) % 3 {
             out.push_str([" ", "\n", "\t"][usize::from(noise.next().unwrap_or(0) % 3)]);
         }

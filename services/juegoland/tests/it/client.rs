@@ -1,0 +1,194 @@
+//! A test client: starts the binary, speaks HTTP/1.1 for the API and the protocol over a
+//! real WebSocket. The HTTP client is a few lines over a TCP stream on purpose: the tests
+//! need exactly one request per connection and no HTTP client crate is otherwise needed.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// A running `juegoland dev` process, killed on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+            .args(["dev", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the juegoland binary");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|s| s.strip_suffix('/'))
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .parse()
+            .expect("address");
+        Server { child, addr }
+    }
+
+    /// One HTTP request; returns (status, JSON body).
+    pub async fn http(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut s = TcpStream::connect(self.addr).await.expect("connect");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.expect("write");
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).await.expect("read");
+        let text = String::from_utf8(raw).expect("utf-8 response");
+        let (head, body) = text.split_once("\r\n\r\n").expect("response head");
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
+        (status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())))
+    }
+
+    pub async fn token(&self, principal: &str) -> String {
+        let (status, body) = self.http("POST", "/v1/dev/tokens", Some(json!({ "principal": principal }))).await;
+        assert_eq!(status, 200, "{body}");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    pub async fn create(&self, seats: Value) -> String {
+        let (status, body) =
+            self.http("POST", "/v1/matches", Some(json!({ "game": "conecta4", "seats": seats, "config": {} }))).await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["revision"], 0);
+        body["matchId"].as_str().expect("matchId").to_owned()
+    }
+
+    pub async fn connect(&self, principal: &str) -> Client {
+        let token = self.token(principal).await;
+        let url = format!("ws://{}/v1/ws?access_token={token}", self.addr);
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connect");
+        Client { ws }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Client {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+pub const ACCEPT: &str = r#"[{"id":"conecta4","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#;
+
+impl Client {
+    pub async fn send(&mut self, v: &Value) {
+        self.send_text(&v.to_string()).await;
+    }
+
+    pub async fn send_text(&mut self, text: &str) {
+        self.ws.send(Message::Text(text.into())).await.expect("send");
+    }
+
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+        self.ws.send(Message::Binary(bytes.into())).await.expect("send");
+    }
+
+    /// The next protocol message (5 s timeout).
+    pub async fn recv(&mut self) -> Value {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(5), self.ws.next())
+                .await
+                .expect("a message within 5 s")
+                .expect("connection open")
+                .expect("frame");
+            if let Message::Text(t) = msg {
+                let v: Value = serde_json::from_str(t.as_str()).expect("server sends JSON");
+                assert_eq!(v["protocolVersion"], 1, "{v}");
+                return v;
+            }
+        }
+    }
+
+    /// Receives until a message of `ty` arrives; returns it and the skipped ones.
+    pub async fn recv_type(&mut self, ty: &str) -> (Value, Vec<Value>) {
+        let mut skipped = Vec::new();
+        loop {
+            let v = self.recv().await;
+            if v["type"] == ty {
+                return (v, skipped);
+            }
+            skipped.push(v);
+        }
+    }
+
+    /// Receives snapshots until the one of `revision`; every snapshot on the way must be
+    /// contiguous (fromRevision = previous revision).
+    pub async fn recv_revision(&mut self, revision: u64) -> Value {
+        loop {
+            let (snap, _) = self.recv_type("game.snapshot").await;
+            let r = snap["revision"].as_u64().expect("revision");
+            assert!(r <= revision, "skipped past revision {revision}: {snap}");
+            if r == revision {
+                return snap;
+            }
+        }
+    }
+
+    /// Nothing arrives within `ms`.
+    pub async fn expect_silence(&mut self, ms: u64) {
+        if let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout(Duration::from_millis(ms), self.ws.next()).await {
+            panic!("unexpected message: {t}");
+        }
+    }
+
+    pub async fn sync(&mut self, match_id: &str, request_id: &str) -> Value {
+        self.send(&json!({
+            "protocolVersion": 1, "type": "game.sync", "requestId": request_id, "matchId": match_id,
+            "accept": serde_json::from_str::<Value>(ACCEPT).unwrap()
+        }))
+        .await;
+        self.recv().await
+    }
+
+    pub async fn drop_disc(&mut self, match_id: &str, command_id: &str, revision: u64, column: u64) -> Value {
+        let cmd = command(match_id, command_id, revision, column);
+        self.send(&cmd).await;
+        cmd
+    }
+}
+
+pub fn command(match_id: &str, command_id: &str, revision: u64, column: u64) -> Value {
+    json!({
+        "protocolVersion": 1, "type": "game.command", "matchId": match_id, "commandId": command_id,
+        "precondition": { "kind": "match", "revision": revision },
+        "action": { "type": "drop", "payload": { "column": column } }
+    })
+}
+
+pub fn uuid() -> String {
+    uuid::Uuid::from_u128(rand_u128()).to_string()
+}
+
+fn rand_u128() -> u128 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(1);
+    let n = N.fetch_add(1, Ordering::Relaxed) as u128;
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    (t << 20) ^ n ^ (u128::from(std::process::id()) << 100)
+}

@@ -1,0 +1,314 @@
+//! Conecta 4 end to end: sync, commands, acks, live snapshots, retries, errors, a full game
+//! and a reconnect, all over a real WebSocket against the running binary.
+
+use serde_json::{Value, json};
+
+use crate::client::{Server, command, uuid};
+
+/// p0 wins with four in column 0 while p1 plays column 1.
+const WINNING: [u64; 7] = [0, 1, 0, 1, 0, 1, 0];
+
+#[tokio::test]
+async fn sync_commands_acks_and_live_snapshots() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+
+    // Sync: the answer to the request, revision 0, no events, offers with preconditions.
+    let snap = alice.sync(&m, "r-1").await;
+    assert_eq!(snap["type"], "game.snapshot", "{snap}");
+    assert_eq!(snap["requestId"], "r-1");
+    assert_eq!(snap["revision"], 0);
+    assert_eq!(snap["seat"], "p0");
+    assert_eq!(snap["events"], json!([]));
+    assert!(snap.get("fromRevision").is_none());
+    assert_eq!(snap["result"], Value::Null);
+    let actions = snap["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 7);
+    assert_eq!(actions[3], json!({"type":"drop","payload":{"column":3},"precondition":{"kind":"match","revision":0}}));
+    let sub = snap["subscriptionId"].as_str().unwrap().to_owned();
+    let bob_snap = bob.sync(&m, "r-b").await;
+    assert_eq!(bob_snap["seat"], "p1");
+    assert_eq!(bob_snap["actions"], json!([]), "not bob's turn");
+
+    // Command → ack (applied, revision 1) and a live snapshot with fromRevision 0.
+    let c1 = uuid();
+    let cmd = alice.drop_disc(&m, &c1, 0, 3).await;
+    let mut got_ack = None;
+    let mut got_live = None;
+    while got_ack.is_none() || got_live.is_none() {
+        let v = alice.recv().await;
+        match v["type"].as_str().unwrap() {
+            "game.ack" => got_ack = Some(v),
+            "game.snapshot" => got_live = Some(v),
+            other => panic!("unexpected {other}: {v}"),
+        }
+    }
+    let ack = got_ack.unwrap();
+    assert_eq!(ack, json!({"protocolVersion":1,"type":"game.ack","matchId":m,"commandId":c1,"status":"applied","revision":1,"duplicate":false}));
+    let live = got_live.unwrap();
+    assert_eq!(live["fromRevision"], 0);
+    assert_eq!(live["revision"], 1);
+    assert_eq!(live["subscriptionId"], sub.as_str());
+    assert!(live.get("requestId").is_none());
+    let events = live["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["type"], "disc.dropped");
+    assert_eq!(events[0]["data"]["column"], 3);
+    assert_eq!(events[0]["data"]["seat"], "p0");
+    // Bob sees the same revision with the same public event and now has the offers.
+    let (bob_live, _) = bob.recv_type("game.snapshot").await;
+    assert_eq!(bob_live["revision"], 1);
+    assert_eq!(bob_live["events"][0]["type"], "disc.dropped");
+    assert_eq!(bob_live["actions"].as_array().unwrap().len(), 7);
+
+    // An exact retry: the same receipt, duplicate: true, and no new revision.
+    alice.send(&cmd).await;
+    let dup = alice.recv().await;
+    assert_eq!(dup["type"], "game.ack");
+    assert_eq!(dup["duplicate"], true);
+    assert_eq!(dup["revision"], 1);
+    // The same id with another payload: COMMAND_ID_REUSED, original receipt untouched.
+    alice.send(&command(&m, &c1, 0, 4)).await;
+    let reused = alice.recv().await;
+    assert_eq!(reused["type"], "game.error");
+    assert_eq!(reused["code"], "COMMAND_ID_REUSED");
+    assert_eq!(reused["recovery"], "none");
+    assert_eq!(reused["commandId"], c1.as_str());
+    alice.send(&cmd).await;
+    assert_eq!(alice.recv().await["duplicate"], true);
+
+    // A stale revision: a final rejection receipt.
+    let c2 = uuid();
+    bob.drop_disc(&m, &c2, 0, 2).await;
+    let (stale, _) = bob.recv_type("game.ack").await;
+    assert_eq!(stale["status"], "rejected");
+    assert_eq!(stale["code"], "STALE_REVISION");
+    // Not your turn: ACTOR_NOT_ENABLED.
+    alice.drop_disc(&m, &uuid(), 1, 2).await;
+    let (not_enabled, _) = alice.recv_type("game.ack").await;
+    assert_eq!(not_enabled["code"], "ACTOR_NOT_ENABLED");
+    alice.expect_silence(200).await;
+}
+
+#[tokio::test]
+async fn malformed_input_gets_typed_errors_and_the_connection_keeps_working() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let snap = alice.sync(&m, "r-1").await;
+    assert_eq!(snap["revision"], 0);
+
+    let cases: Vec<(String, &str)> = vec![
+        ("{not json".into(), "MALFORMED_MESSAGE"),
+        (r#"{"protocolVersion":1,"protocolVersion":1,"type":"game.sync"}"#.into(), "MALFORMED_MESSAGE"),
+        (
+            format!(
+                r#"{{"protocolVersion":1,"type":"game.command","matchId":"{m}","commandId":"{}","precondition":{{"kind":"match","revision":0}},"action":{{"type":"drop","payload":{{"column":1,"column":2}}}}}}"#,
+                uuid()
+            ),
+            "MALFORMED_MESSAGE",
+        ),
+        (format!(r#"{{"protocolVersion":1,"type":"game.sync","requestId":"x","matchId":"{m}","accept":[],"extra":1}}"#), "MALFORMED_MESSAGE"),
+        (format!("{}{}", "[".repeat(40), "]".repeat(40)), "MALFORMED_MESSAGE"),
+        (r#"{"protocolVersion":2,"type":"game.sync"}"#.into(), "UNSUPPORTED_PROTOCOL"),
+        (format!(r#"{{"pad":"{}"}}"#, "x".repeat(70_000)), "MESSAGE_TOO_LARGE"),
+    ];
+    for (text, code) in cases {
+        alice.send_text(&text).await;
+        let e = alice.recv().await;
+        assert_eq!(e["type"], "game.error", "{text:.80}");
+        assert_eq!(e["code"], code, "{text:.80} → {e}");
+        assert!(e["messageKey"].as_str().unwrap().starts_with("error."));
+    }
+    // Invalid UTF-8 cannot be a text frame; a binary frame is malformed too.
+    alice.send_binary(vec![0xff, 0xfe, b'{']).await;
+    assert_eq!(alice.recv().await["code"], "MALFORMED_MESSAGE");
+    // A lone surrogate escape.
+    alice.send_text(r#"{"protocolVersion":1,"type":"game.sync","requestId":"\ud800","matchId":"x","accept":[]}"#).await;
+    assert_eq!(alice.recv().await["code"], "MALFORMED_MESSAGE");
+
+    // An invalid payload for a real action is a rejection receipt, not a protocol error.
+    let c = uuid();
+    alice.send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":c,
+        "precondition":{"kind":"match","revision":0},"action":{"type":"drop","payload":{"column":99}}})).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!(ack["code"], "INVALID_PAYLOAD");
+    alice.send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":uuid(),
+        "precondition":{"kind":"match","revision":0},"action":{"type":"fly","payload":{}}})).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!(ack["code"], "UNKNOWN_ACTION");
+
+    // The connection and the match still work.
+    alice.drop_disc(&m, &uuid(), 0, 3).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!(ack["status"], "applied");
+    assert_eq!(ack["revision"], 1);
+}
+
+#[tokio::test]
+async fn incompatible_client_forbidden_seat_and_unknown_match() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    alice
+        .send(&json!({"protocolVersion":1,"type":"game.sync","requestId":"r-old","matchId":m,
+            "accept":[{"id":"conecta4","rulesVersion":"0.9.0","viewSchemaVersion":1,"eventSchemaVersion":1}]}))
+        .await;
+    let e = alice.recv().await;
+    assert_eq!(e["code"], "INCOMPATIBLE_CLIENT");
+    assert_eq!(e["requestId"], "r-old");
+    assert_eq!(e["recovery"], "reload-client");
+
+    // A principal that holds no seat learns nothing: FORBIDDEN, no view.
+    let mut mallory = server.connect("mallory").await;
+    let e = mallory.sync(&m, "r-m").await;
+    assert_eq!(e["type"], "game.error");
+    assert_eq!(e["code"], "FORBIDDEN");
+    assert!(e.get("view").is_none());
+    mallory.drop_disc(&m, &uuid(), 0, 3).await;
+    let e = mallory.recv().await;
+    assert_eq!(e["code"], "FORBIDDEN");
+    // Unsubscribing someone else's subscription: not found on this connection.
+    let snap = alice.sync(&m, "r-2").await;
+    let sub = snap["subscriptionId"].as_str().unwrap();
+    mallory.send(&json!({"protocolVersion":1,"type":"game.unsubscribe","matchId":m,"subscriptionId":sub})).await;
+    assert_eq!(mallory.recv().await["code"], "SUBSCRIPTION_NOT_FOUND");
+
+    let unknown = uuid();
+    let e = alice.sync(&unknown, "r-u").await;
+    assert_eq!(e["code"], "MATCH_NOT_FOUND");
+
+    // No token, or a forged one: the upgrade is refused with 401 UNAUTHENTICATED.
+    for url in [format!("ws://{}/v1/ws", server.addr), format!("ws://{}/v1/ws?access_token=forged", server.addr)] {
+        match tokio_tungstenite::connect_async(url).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+                assert_eq!(resp.status(), 401);
+                let body: Value = serde_json::from_slice(resp.body().as_deref().unwrap_or_default()).unwrap();
+                assert_eq!(body["code"], "UNAUTHENTICATED");
+            }
+            other => panic!("expected a refused upgrade, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_full_game_to_a_result_then_reconnect_shows_the_final_state_without_events() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+    alice.sync(&m, "a").await;
+    bob.sync(&m, "b").await;
+
+    let mut last_cmd = None;
+    for (i, column) in WINNING.iter().enumerate() {
+        let (player, other) = if i % 2 == 0 { (&mut alice, &mut bob) } else { (&mut bob, &mut alice) };
+        let cmd = player.drop_disc(&m, &uuid(), i as u64, *column).await;
+        let (ack, _) = player.recv_type("game.ack").await;
+        assert_eq!(ack["status"], "applied", "{ack}");
+        assert_eq!(ack["revision"], i as u64 + 1);
+        other.recv_revision(i as u64 + 1).await;
+        last_cmd = Some(cmd);
+    }
+    let final_snap = alice.recv_revision(7).await;
+    assert_eq!(final_snap["revision"], 7);
+    assert_eq!(final_snap["result"]["kind"], "completed");
+    assert_eq!(final_snap["result"]["participants"]["p0"]["outcome"], "win");
+    assert_eq!(final_snap["result"]["participants"]["p1"]["outcome"], "loss");
+    assert_eq!(final_snap["actions"], json!([]));
+    assert_eq!(final_snap["events"][0]["data"]["line"].as_array().unwrap().len(), 4);
+
+    // After the end: the winning command retried → the same receipt; a new one → MATCH_FINISHED.
+    alice.send(last_cmd.as_ref().unwrap()).await;
+    let (dup, _) = alice.recv_type("game.ack").await;
+    assert_eq!(dup["duplicate"], true);
+    assert_eq!(dup["revision"], 7);
+    bob.drop_disc(&m, &uuid(), 7, 5).await;
+    let (fin, _) = bob.recv_type("game.ack").await;
+    assert_eq!(fin["code"], "MATCH_FINISHED");
+
+    // Reconnect: the final state, no history replayed.
+    drop(alice);
+    let mut again = server.connect("alice").await;
+    let snap = again.sync(&m, "again").await;
+    assert_eq!(snap["revision"], 7);
+    assert_eq!(snap["events"], json!([]));
+    assert_eq!(snap["result"]["participants"]["p0"]["outcome"], "win");
+    assert_eq!(snap["view"]["moveCount"], 7);
+    again.expect_silence(300).await;
+}
+
+#[tokio::test]
+async fn a_bot_seat_answers_every_move() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": { "bot": "default" } })).await;
+    let mut alice = server.connect("alice").await;
+    let mut snap = alice.sync(&m, "a").await;
+    let mut revision = 0;
+    while snap["result"].is_null() {
+        let offer = snap["actions"][0].clone();
+        assert_eq!(offer["precondition"]["revision"], revision);
+        let mut cmd = command(&m, &uuid(), revision, 0);
+        cmd["action"]["payload"] = offer["payload"].clone();
+        alice.send(&cmd).await;
+        // Our move, then the bot's (unless ours ended the game).
+        loop {
+            let v = alice.recv().await;
+            if v["type"] == "game.snapshot" {
+                revision = v["revision"].as_u64().unwrap();
+                snap = v;
+                if !snap["result"].is_null() || snap["context"]["yourTurn"] == true {
+                    break;
+                }
+            }
+        }
+    }
+    assert_eq!(snap["result"]["kind"], "completed");
+}
+
+#[tokio::test]
+async fn platform_withdrawal_ends_the_match_for_the_leaver() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut bob = server.connect("bob").await;
+    bob.sync(&m, "b").await;
+    let (status, body) = server.http("POST", &format!("/v1/matches/{m}/withdrawals"), Some(json!({"seat":"p0"}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["revision"], 1);
+    let (snap, _) = bob.recv_type("game.snapshot").await;
+    assert_eq!(snap["result"]["reasonCode"], "withdrawal");
+    assert_eq!(snap["result"]["participants"]["p0"]["outcome"], "loss");
+    assert_eq!(snap["result"]["participants"]["p1"]["outcome"], "win");
+    let (status, body) = server.http("POST", &format!("/v1/matches/{m}/withdrawals"), Some(json!({"seat":"p1"}))).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "MATCH_FINISHED");
+}
+
+#[tokio::test]
+async fn catalog_and_create_validation() {
+    let server = Server::start(&[]);
+    let (status, games) = server.http("GET", "/v1/games", None).await;
+    assert_eq!(status, 200);
+    let c4 = games.as_array().unwrap().iter().find(|g| g["id"] == "conecta4").expect("conecta4 in the catalog");
+    assert_eq!(c4["rulesVersion"], "1.0.0");
+    assert_eq!(c4["minSeats"], 2);
+    for (body, code) in [
+        (json!({"game":"conecta4","seats":{"p0":"alice"}}), "INVALID_SEATS"),
+        (json!({"game":"conecta4","seats":{"p0":"alice","p1":"alice"}}), "INVALID_SEATS"),
+        (json!({"game":"conecta4","seats":{"p0":"a","p2":"b"}}), "INVALID_SEATS"),
+        (json!({"game":"conecta4","seats":{"p0":"a","p1":{"bot":"genius"}}}), "INVALID_SEATS"),
+        (json!({"game":"conecta4","seats":{"p0":"a","p1":"b"},"config":{"rows":"six"}}), "INVALID_CONFIG"),
+        (json!({"game":"nope","seats":{"p0":"a","p1":"b"}}), "UNKNOWN_GAME"),
+        (json!({"game":"conecta4","seats":{"p0":"a","p1":"b"},"bogus":1}), "INVALID_REQUEST"),
+    ] {
+        let (status, resp) = server.http("POST", "/v1/matches", Some(body.clone())).await;
+        assert!(status == 400 || status == 404, "{body} → {status}");
+        assert_eq!(resp["code"], code, "{body} → {resp}");
+    }
+    let (status, metrics) = server.http("GET", "/metrics", None).await;
+    assert_eq!(status, 200);
+    assert!(metrics.as_str().unwrap().contains("juegoland_gateway_connections"));
+    assert_eq!(server.http("GET", "/healthz", None).await.0, 200);
+}

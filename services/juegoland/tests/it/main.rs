@@ -1,0 +1,4 @@
+//! End-to-end tests against the running `juegoland dev` binary, over real sockets.
+
+mod client;
+mod conecta4;
