@@ -13,12 +13,9 @@ use std::time::{Duration, Instant};
 
 use juegoland_bus::Bus;
 use juegoland_core::{
-    Decision, Engine, GameKey, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey,
-    SeatHolder,
+    Decision, Engine, GameKey, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey, SeatHolder,
 };
-use juegoland_protocol::{
-    Action, CommandEnvelope, ErrorCode, ErrorMessage, Precondition, ServerMessage, fingerprint_hex,
-};
+use juegoland_protocol::{Action, CommandEnvelope, ErrorCode, ErrorMessage, Precondition, ServerMessage};
 use juegoland_sdk::{ConflictPolicy, Recipient, Seat};
 use juegoland_store::{Store, StoreError};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -103,17 +100,40 @@ pub struct SyncReply {
 }
 
 pub enum MatchMsg {
-    Command { principal: String, envelope: CommandEnvelope, reply: RpcReplyPort<ServerMessage> },
-    Sync { principal: String, reply: RpcReplyPort<Result<SyncReply, ErrorMessage>> },
-    CommandStatus { principal: String, command_id: Uuid, reply: RpcReplyPort<ServerMessage> },
-    Lifecycle { request: LifecycleRequest, reply: RpcReplyPort<Result<u64, HostError>> },
+    Command {
+        principal: String,
+        envelope: CommandEnvelope,
+        reply: RpcReplyPort<ServerMessage>,
+    },
+    Sync {
+        principal: String,
+        reply: RpcReplyPort<Result<SyncReply, ErrorMessage>>,
+    },
+    CommandStatus {
+        principal: String,
+        command_id: Uuid,
+        reply: RpcReplyPort<ServerMessage>,
+    },
+    Lifecycle {
+        request: LifecycleRequest,
+        reply: RpcReplyPort<Result<u64, HostError>>,
+    },
     /// A bot seat's decided action, for the revision it was decided on.
-    BotMove { seat: Seat, revision: u64, action_type: String, payload: Value },
+    BotMove {
+        seat: Seat,
+        revision: u64,
+        action_type: String,
+        payload: Value,
+    },
     IdleCheck,
     /// The committed state, for tests and admin reads.
-    Inspect { reply: RpcReplyPort<MatchState> },
+    Inspect {
+        reply: RpcReplyPort<MatchState>,
+    },
     /// The last committed revision (for cursors).
-    Revision { reply: RpcReplyPort<u64> },
+    Revision {
+        reply: RpcReplyPort<u64>,
+    },
 }
 
 struct Shared {
@@ -278,10 +298,9 @@ impl Host {
                 let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
                 let live = shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?;
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
-                let (actor, _) =
-                    Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
-                        .await
-                        .map_err(|e| HostError::Internal(format!("spawn match actor: {e}")))?;
+                let (actor, _) = Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
+                    .await
+                    .map_err(|e| HostError::Internal(format!("spawn match actor: {e}")))?;
                 shared.actor_ids.lock().insert(actor.get_id(), match_id);
                 shared.metrics.active_actors.inc();
                 shared.metrics.actor_events.with_label_values(&["activation"]).inc();
@@ -303,14 +322,14 @@ impl Host {
         let interval = self.shared.config.sweep_interval;
         // The sweeper's owner is the host: it ends when the host is dropped.
         tokio::spawn(async move {
-                let mut tick = tokio::time::interval(interval);
-                loop {
-                    tick.tick().await;
-                    let Some(shared) = weak.upgrade() else { return };
-                    if let Err(e) = sweep(&shared).await {
-                        warn!(error = %e, "outbox sweep failed");
-                    }
+            let mut tick = tokio::time::interval(interval);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                if let Err(e) = sweep(&shared).await {
+                    warn!(error = %e, "outbox sweep failed");
                 }
+            }
         });
     }
 }
@@ -491,17 +510,9 @@ impl MatchActor {
                 return self.error(ErrorCode::Unavailable, match_id, command_id);
             }
         };
-        let fingerprint = fingerprint_hex(envelope);
         let decided = Instant::now();
-        let decision = self.shared.engine.command(
-            &state.live,
-            principal,
-            envelope,
-            &fingerprint,
-            existing,
-            now_ms(),
-            &mut state.entropy,
-        );
+        let decision =
+            self.shared.engine.command(&state.live, principal, envelope, existing, now_ms(), &mut state.entropy);
         m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
         let answer = match decision {
             Decision::Duplicate(receipt) => {
@@ -521,7 +532,7 @@ impl MatchActor {
                 m.commands.with_label_values(&["fault", ""]).inc();
                 self.error(ErrorCode::Internal, match_id, command_id)
             }
-            Decision::Commit(pending) => match self.commit(myself, state, pending).await {
+            Decision::Commit(pending) => match self.commit(myself, state, *pending).await {
                 Ok(commit) => {
                     let receipt = commit.receipt.as_ref().expect("a command commit carries its receipt");
                     match &receipt.outcome {
@@ -663,9 +674,11 @@ impl MatchActor {
         let myself = myself.clone();
         let match_id = s.match_id;
         tokio::task::spawn_blocking(move || {
-            let decided = game.game.decode_position(&position).ok().and_then(|p| {
-                game.game.bot_action(&p, &seat, &profile, &mut OsEntropy::new())
-            });
+            let decided = game
+                .game
+                .decode_position(&position)
+                .ok()
+                .and_then(|p| game.game.bot_action(&p, &seat, &profile, &mut OsEntropy::new()));
             match decided {
                 Some((action_type, payload)) => {
                     let _ = myself.cast(MatchMsg::BotMove { seat, revision, action_type, payload });

@@ -4,10 +4,7 @@ use juegoland_sdk::EntropySource;
 
 /// Milliseconds since the Unix epoch: the instant captured for one operation.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 /// Secure entropy from the operating system, buffered.

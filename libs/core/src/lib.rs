@@ -15,7 +15,9 @@ pub mod registry;
 pub mod replay;
 pub mod state;
 
-pub use pipeline::{CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending};
+pub use pipeline::{
+    CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
+};
 pub use registry::{LoadedGame, Registry, RegistryError};
 pub use replay::{ReplayError, replay};
 pub use state::{

@@ -59,7 +59,7 @@ pub enum Decision {
     /// An internal failure; nothing stored.
     Fault(Fault),
     /// A receipt (accepted or a final rejection) and possibly a new state to store.
-    Commit(Pending),
+    Commit(Box<Pending>),
 }
 
 /// A lifecycle operation the platform or the scheduler asks for.
@@ -128,7 +128,11 @@ impl LiveMatch {
     }
 
     /// The sync snapshot for `recipient` at the current revision (no events).
-    pub fn snapshot(&self, recipient: Recipient<'_>, engine: &Engine) -> Result<juegoland_protocol::ServerMessage, Fault> {
+    pub fn snapshot(
+        &self,
+        recipient: Recipient<'_>,
+        engine: &Engine,
+    ) -> Result<juegoland_protocol::ServerMessage, Fault> {
         build_snapshot(&self.game, &self.state, &self.loaded, None, recipient, &engine.limits)
     }
 }
@@ -206,7 +210,8 @@ impl Engine {
             return Err(CreateError::InvalidConfig("does not match the config schema".into()));
         }
         let config = loaded_game.game.decode_config(config).map_err(|e| CreateError::InvalidConfig(e.to_string()))?;
-        let participants: BTreeMap<Seat, Participant> = seats.keys().map(|s| (s.clone(), Participant::active())).collect();
+        let participants: BTreeMap<Seat, Participant> =
+            seats.keys().map(|s| (s.clone(), Participant::active())).collect();
 
         let mut services = Services::new(now_ms, Randomness::live(entropy));
         let t = guarded("setup", || loaded_game.game.setup(&config, &participants, &mut services));
@@ -218,7 +223,8 @@ impl Engine {
         let trace = services.finish().map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
         let empty_flow = Flow::default();
         check_transition(&loaded_game, &empty_flow, None, &t, &self.limits).map_err(CreateError::Fault)?;
-        let position = loaded_game.game.encode_position(&t.next).map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
+        let position =
+            loaded_game.game.encode_position(&t.next).map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
         check_data(&loaded_game, &position.data, &self.limits).map_err(CreateError::Fault)?;
         let events = loaded_game.game.encode_events(&t.events).map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
 
@@ -251,25 +257,27 @@ impl Engine {
     }
 
     /// Decides a command from `principal`. `existing` is the receipt already stored under
-    /// (match, principal, commandId), looked up BEFORE anything about the match is judged.
+    /// (match, principal, commandId), looked up BEFORE anything about the match is judged;
+    /// the command's fingerprint is the SHA-256 of the JCS of its whole envelope.
     pub fn command(
         &self,
         live: &LiveMatch,
         principal: &str,
         envelope: &CommandEnvelope,
-        fingerprint: &str,
         existing: Option<Receipt>,
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Decision {
         let state = &live.state;
         let Some(seat) = state.seat_of(principal) else { return Decision::Forbidden };
+        let fingerprint = &juegoland_protocol::fingerprint_hex(envelope);
         if let Some(receipt) = existing {
-            return if receipt.fingerprint == fingerprint { Decision::Duplicate(receipt) } else { Decision::IdReused };
+            return if &receipt.fingerprint == fingerprint { Decision::Duplicate(receipt) } else { Decision::IdReused };
         }
-        let key = ReceiptKey { match_id: state.match_id, principal: principal.to_owned(), command_id: envelope.command_id };
+        let key =
+            ReceiptKey { match_id: state.match_id, principal: principal.to_owned(), command_id: envelope.command_id };
         let reject = |code: RejectionCode| {
-            Decision::Commit(Pending {
+            Decision::Commit(Box::new(Pending {
                 commit: Commit {
                     match_id: state.match_id,
                     expected_revision: Some(state.revision),
@@ -283,7 +291,7 @@ impl Engine {
                     publications: Vec::new(),
                 },
                 next: None,
-            })
+            }))
         };
 
         if state.is_finished() {
@@ -324,7 +332,7 @@ impl Engine {
             principal: principal.to_owned(),
             seat: seat.to_owned(),
             command_id: envelope.command_id,
-            precondition: envelope.precondition.clone(),
+            precondition: envelope.precondition,
             action_type: action_type.to_owned(),
             payload: payload.clone(),
         };
@@ -339,7 +347,7 @@ impl Engine {
                 outcome: ReceiptOutcome::Applied { revision: s.revision },
             })
         }) {
-            Ok(p) => Decision::Commit(p),
+            Ok(p) => Decision::Commit(Box::new(p)),
             Err(f) => Decision::Fault(f),
         }
     }
@@ -466,7 +474,11 @@ fn check_precondition(
 ) -> Result<(), RejectionCode> {
     match (policy, precondition) {
         (ConflictPolicy::Match, Precondition::Match { revision }) => {
-            if *revision == state.revision { Ok(()) } else { Err(RejectionCode::StaleRevision) }
+            if *revision == state.revision {
+                Ok(())
+            } else {
+                Err(RejectionCode::StaleRevision)
+            }
         }
         (ConflictPolicy::Actor, Precondition::Actor { phase_epoch, actor_revision }) => {
             if *phase_epoch != state.phase_epoch {

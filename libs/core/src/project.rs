@@ -1,7 +1,9 @@
 //! Per-recipient outputs: snapshots with visible events and offers, each validated against
 //! the game's generated schemas and the size limit before anything is committed.
 
-use juegoland_protocol::{ConcreteOffer, ParametrizedOffer, Precondition, ServerMessage, Snapshot, WireEvent, WireOffer};
+use juegoland_protocol::{
+    ConcreteOffer, ParametrizedOffer, Precondition, ServerMessage, Snapshot, WireEvent, WireOffer,
+};
 use juegoland_sdk::{ConflictPolicy, ErasedTransition, LoadedPosition, Recipient};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -57,10 +59,16 @@ fn precondition(state: &MatchState, seat: Option<&str>, policy: ConflictPolicy) 
     }
 }
 
-fn offers(game: &LoadedGame, state: &MatchState, loaded: &LoadedPosition, recipient: Recipient<'_>) -> Result<Vec<WireOffer>, Fault> {
+fn offers(
+    game: &LoadedGame,
+    state: &MatchState,
+    loaded: &LoadedPosition,
+    recipient: Recipient<'_>,
+) -> Result<Vec<WireOffer>, Fault> {
     let d = game.descriptor();
     game.game
         .available_actions(loaded, recipient)
+        .map_err(|e| Fault(e.to_string()))?
         .into_iter()
         .map(|o| {
             let spec = d
@@ -98,7 +106,7 @@ pub(crate) fn build_snapshot(
     limits: &Limits,
 ) -> Result<ServerMessage, Fault> {
     let d = game.descriptor();
-    let projection = game.game.project(loaded, recipient);
+    let projection = game.game.project(loaded, recipient).map_err(|e| Fault(e.to_string()))?;
     if !game.view.is_valid(&projection.view) {
         return Err(Fault(format!("{} produced a view that fails its view schema", d.id)));
     }
@@ -111,6 +119,7 @@ pub(crate) fn build_snapshot(
         Some((before, t)) => game
             .game
             .project_events(before, &t.next, &t.events, recipient)
+            .map_err(|e| Fault(e.to_string()))?
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
@@ -118,7 +127,11 @@ pub(crate) fn build_snapshot(
                 if !game.visible_event.is_valid(&tagged) {
                     return Err(Fault(format!("{} produced a visible event that fails its schema", d.id)));
                 }
-                Ok(WireEvent { event_id: event_id(state.match_id, seat, state.revision, i), r#type: e.event_type, data: e.data })
+                Ok(WireEvent {
+                    event_id: event_id(state.match_id, seat, state.revision, i),
+                    r#type: e.event_type,
+                    data: e.data,
+                })
             })
             .collect::<Result<_, _>>()?,
     };
@@ -156,8 +169,14 @@ pub(crate) fn publications(
         .seats
         .keys()
         .map(|seat| {
-            let snapshot = build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat), limits)?;
-            Ok(Publication { match_id: after.match_id, revision: after.revision, recipient: Some(seat.clone()), snapshot })
+            let snapshot =
+                build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat), limits)?;
+            Ok(Publication {
+                match_id: after.match_id,
+                revision: after.revision,
+                recipient: Some(seat.clone()),
+                snapshot,
+            })
         })
         .collect()
 }

@@ -66,7 +66,10 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         position = t.next;
     }
     if log.len() as u64 != stored.revision + 1 {
-        return Err(diverged(stored.revision, format!("the log has {} entries for revision {}", log.len(), stored.revision)));
+        return Err(diverged(
+            stored.revision,
+            format!("the log has {} entries for revision {}", log.len(), stored.revision),
+        ));
     }
     let replayed = g.encode_position(&position).map_err(|e| diverged(stored.revision, e.to_string()))?;
     let s = &stored.position;

@@ -123,7 +123,9 @@ impl Receipt {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
 pub enum LoggedOp {
-    Create { config: Value },
+    Create {
+        config: Value,
+    },
     Command {
         principal: String,
         seat: Seat,
@@ -132,7 +134,10 @@ pub enum LoggedOp {
         action_type: String,
         payload: Value,
     },
-    Lifecycle { event: Lifecycle, generation: Option<u64> },
+    Lifecycle {
+        event: Lifecycle,
+        generation: Option<u64>,
+    },
 }
 
 /// One entry of the per-match log: an accepted change with its captured instant, its

@@ -90,11 +90,24 @@ pub fn router(state: EdgeState) -> Router {
     r.with_state(state)
 }
 
-fn problem(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "code": code, "message": message.into() }))).into_response()
+/// An HTTP error: a status and the JSON body `{"code", "message"}`.
+struct Problem {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
 }
 
-fn strict<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Response> {
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "code": self.code, "message": self.message }))).into_response()
+    }
+}
+
+fn problem(status: StatusCode, code: &'static str, message: impl Into<String>) -> Problem {
+    Problem { status, code, message: message.into() }
+}
+
+fn strict<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Problem> {
     serde_json::from_slice(body).map_err(|e| {
         // serde's message names the offending field or position, never stored state.
         problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.to_string())
@@ -105,7 +118,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
 
-fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Response> {
+fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Problem> {
     match &state.inner.platform_token {
         None => Ok(()),
         Some(expected) if bearer(headers) == Some(expected.as_str()) => Ok(()),
@@ -158,9 +171,7 @@ async fn games(State(state): State<EdgeState>) -> Response {
 #[serde(untagged)]
 enum SeatSpec {
     Principal(String),
-    Bot {
-        bot: String,
-    },
+    Bot { bot: String },
 }
 
 #[derive(Deserialize)]
@@ -179,14 +190,9 @@ fn empty_object() -> Value {
     json!({})
 }
 
-async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = platform_authorized(&state, &headers) {
-        return r;
-    }
-    let req: CreateMatch = match strict(&body) {
-        Ok(r) => r,
-        Err(r) => return r,
-    };
+async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let req: CreateMatch = strict(&body)?;
     let host = &state.inner.host;
     let registry = &host.engine().registry;
     let game = match &req.rules_version {
@@ -194,7 +200,7 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
         None => registry.latest(&req.game),
     };
     let Some(game) = game else {
-        return problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", format!("no game {:?}", req.game));
+        return Err(problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", format!("no game {:?}", req.game)));
     };
     let seats = req
         .seats
@@ -207,17 +213,17 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
             (seat, holder)
         })
         .collect();
-    match host.create_match(&game.key(), seats, &req.config).await {
-        Ok(match_id) => (StatusCode::CREATED, Json(json!({ "matchId": match_id, "revision": 0 }))).into_response(),
-        Err(HostError::Create(CreateError::InvalidSeats(m))) => problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m),
-        Err(HostError::Create(CreateError::InvalidConfig(m))) => problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m),
-        Err(HostError::Create(CreateError::UnknownGame)) => problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game"),
-        Err(HostError::Unavailable(_)) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
-        Err(e) => {
+    let match_id = host.create_match(&game.key(), seats, &req.config).await.map_err(|e| match e {
+        HostError::Create(CreateError::InvalidSeats(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m),
+        HostError::Create(CreateError::InvalidConfig(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m),
+        HostError::Create(CreateError::UnknownGame) => problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game"),
+        HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
+        e => {
             tracing::error!(error = %e, "create match failed");
             problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
         }
-    }
+    })?;
+    Ok((StatusCode::CREATED, Json(json!({ "matchId": match_id, "revision": 0 }))).into_response())
 }
 
 #[derive(Deserialize)]
@@ -226,36 +232,37 @@ struct Withdraw {
     seat: String,
 }
 
-async fn withdraw(State(state): State<EdgeState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = platform_authorized(&state, &headers) {
-        return r;
-    }
-    let Ok(match_id) = Uuid::parse_str(&id) else {
-        return problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
-    };
-    let req: Withdraw = match strict(&body) {
-        Ok(r) => r,
-        Err(r) => return r,
-    };
-    match state.inner.host.withdraw(match_id, &req.seat).await {
-        Ok(revision) => Json(json!({ "revision": revision })).into_response(),
-        Err(HostError::NotFound) => problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match"),
-        Err(HostError::Lifecycle(e)) => {
+async fn withdraw(
+    State(state): State<EdgeState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let not_found = || problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
+    let match_id = Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let req: Withdraw = strict(&body)?;
+    let revision = state.inner.host.withdraw(match_id, &req.seat).await.map_err(|e| match e {
+        HostError::NotFound => not_found(),
+        HostError::Lifecycle(e) => {
             let code = match e {
                 LifecycleError::Finished => "MATCH_FINISHED",
                 LifecycleError::UnknownSeat => "UNKNOWN_SEAT",
                 LifecycleError::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
                 LifecycleError::StaleDeadline | LifecycleError::Illegal(_) => "REFUSED",
-                LifecycleError::Fault(_) => return problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"),
+                LifecycleError::Fault(_) => {
+                    return problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error");
+                }
             };
             problem(StatusCode::CONFLICT, code, e.to_string())
         }
-        Err(HostError::Unavailable(_)) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
-        Err(e) => {
+        HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
+        e => {
             tracing::error!(error = %e, "withdraw failed");
             problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
         }
-    }
+    })?;
+    Ok(Json(json!({ "revision": revision })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -264,18 +271,21 @@ struct TokenRequest {
     principal: String,
 }
 
-async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Response {
-    let req: TokenRequest = match strict(&body) {
-        Ok(r) => r,
-        Err(r) => return r,
-    };
+async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Result<Response, Problem> {
+    let req: TokenRequest = strict(&body)?;
     if req.principal.is_empty() || req.principal.len() > 128 || req.principal.starts_with("bot:") {
-        return problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", "1 to 128 characters, not starting with bot:");
+        return Err(problem(
+            StatusCode::BAD_REQUEST,
+            "INVALID_PRINCIPAL",
+            "1 to 128 characters, not starting with bot:",
+        ));
     }
-    match state.inner.tokens.issue(&req.principal) {
-        Ok(token) => Json(json!({ "token": token })).into_response(),
-        Err(_) => problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"),
-    }
+    let token = state
+        .inner
+        .tokens
+        .issue(&req.principal)
+        .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
+    Ok(Json(json!({ "token": token })).into_response())
 }
 
 #[derive(Deserialize)]

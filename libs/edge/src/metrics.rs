@@ -22,10 +22,14 @@ impl EdgeMetrics {
             Opts::new("juegoland_gateway_messages_total", "Client messages received, by type"),
             &["type"],
         )?;
-        let errors =
-            IntCounterVec::new(Opts::new("juegoland_gateway_errors_total", "game.error messages sent, by code"), &["code"])?;
-        let resyncs =
-            IntCounterVec::new(Opts::new("juegoland_gateway_resyncs_total", "Subscription resyncs, by reason"), &["reason"])?;
+        let errors = IntCounterVec::new(
+            Opts::new("juegoland_gateway_errors_total", "game.error messages sent, by code"),
+            &["code"],
+        )?;
+        let resyncs = IntCounterVec::new(
+            Opts::new("juegoland_gateway_resyncs_total", "Subscription resyncs, by reason"),
+            &["reason"],
+        )?;
         registry.register(Box::new(connections.clone()))?;
         registry.register(Box::new(subscriptions.clone()))?;
         registry.register(Box::new(messages.clone()))?;

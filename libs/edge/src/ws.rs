@@ -116,12 +116,15 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
             ClientMessage::Command(envelope) => {
                 let (match_id, command_id) = (envelope.match_id, envelope.command_id);
                 if !pending.insert(match_id) {
-                    let e = ErrorMessage::new(ErrorCode::CommandPending).with_match_id(match_id).with_command_id(command_id);
+                    let e = ErrorMessage::new(ErrorCode::CommandPending)
+                        .with_match_id(match_id)
+                        .with_command_id(command_id);
                     gateway.metrics.errors.with_label_values(&[ErrorCode::CommandPending.as_str()]).inc();
                     out.send(&e.into()).await;
                     continue;
                 }
-                let (gateway, principal, out, pending) = (gateway.clone(), principal.clone(), out.clone(), pending.clone());
+                let (gateway, principal, out, pending) =
+                    (gateway.clone(), principal.clone(), out.clone(), pending.clone());
                 tokio::spawn(async move {
                     let answer = command(&gateway, &principal, envelope).await;
                     pending.remove(match_id);
@@ -207,7 +210,8 @@ impl Resync {
 /// One subscription: the sync barrier, then live delivery, cursors and resyncs.
 async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscription_id: String, out: Outbox) {
     let match_id = req.match_id;
-    let error = |code: ErrorCode| ErrorMessage::new(code).with_match_id(match_id).with_request_id(req.request_id.clone());
+    let error =
+        |code: ErrorCode| ErrorMessage::new(code).with_match_id(match_id).with_request_id(req.request_id.clone());
     // Step 1: install the receiver FIRST; publications arriving from now on are buffered.
     let mut publications = match gateway.host.bus().subscribe(match_id).await {
         Ok(s) => s,

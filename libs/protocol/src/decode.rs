@@ -264,6 +264,8 @@ fn classify(error: &serde_json::Error) -> MalformedKind {
     }
 }
 
+/// Whether `s` is a valid identifier-like string: 1 to [`MAX_NAME_CHARS`] characters. The
+/// byte-length test first bounds the character count cheaply (a character is at most 4 bytes).
 fn valid_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 4 * MAX_NAME_CHARS && s.chars().count() <= MAX_NAME_CHARS
 }

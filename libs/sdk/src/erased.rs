@@ -74,6 +74,8 @@ pub enum DecodeError {
     Json { what: &'static str, source: serde_json::Error },
     #[error("position belongs to another game")]
     WrongGame,
+    #[error("an action or visible event is not serialized as {{\"type\", \"{0}\"}}")]
+    NotTagged(&'static str),
 }
 
 /// A game as the engine sees it.
@@ -108,15 +110,19 @@ pub trait ErasedGame: Send + Sync {
         event: &Lifecycle,
         services: &mut Services<'_>,
     ) -> Result<ErasedTransition, RuleError>;
-    fn available_actions(&self, position: &LoadedPosition, recipient: Recipient<'_>) -> Vec<ErasedOffer>;
-    fn project(&self, position: &LoadedPosition, recipient: Recipient<'_>) -> ErasedProjection;
+    fn available_actions(
+        &self,
+        position: &LoadedPosition,
+        recipient: Recipient<'_>,
+    ) -> Result<Vec<ErasedOffer>, DecodeError>;
+    fn project(&self, position: &LoadedPosition, recipient: Recipient<'_>) -> Result<ErasedProjection, DecodeError>;
     fn project_events(
         &self,
         before: &LoadedPosition,
         after: &LoadedPosition,
         events: &LoadedEvents,
         recipient: Recipient<'_>,
-    ) -> Vec<VisibleEvent>;
+    ) -> Result<Vec<VisibleEvent>, DecodeError>;
     /// The participants of a decoded position (the engine's part of it).
     fn participants<'a>(&self, position: &'a LoadedPosition) -> &'a BTreeMap<Seat, Participant>;
     /// A copy of `position` with `seat` marked withdrawn.
@@ -235,8 +241,9 @@ impl<G: Game> ErasedGame for Module<G> {
         participants: &BTreeMap<Seat, Participant>,
         services: &mut Services<'_>,
     ) -> Result<ErasedTransition, RuleError> {
+        // The engine validated the config against its schema; this decode cannot normally fail.
         let config: G::Config =
-            serde_json::from_value(config.clone()).map_err(|e| RuleError::illegal(format!("config: {e}")))?;
+            serde_json::from_value(config.clone()).map_err(|_| RuleError::illegal("invalid-config"))?;
         let input = Setup { config, participants: participants.clone() };
         let t = self.game.setup(&input, services)?;
         Ok(self.finish(input.config, input.participants, t))
@@ -271,29 +278,29 @@ impl<G: Game> ErasedGame for Module<G> {
         Ok(self.finish(pos.config.clone(), pos.participants.clone(), t))
     }
 
-    fn available_actions(&self, p: &LoadedPosition, recipient: Recipient<'_>) -> Vec<ErasedOffer> {
+    fn available_actions(&self, p: &LoadedPosition, recipient: Recipient<'_>) -> Result<Vec<ErasedOffer>, DecodeError> {
         self.game
             .available_actions(self.pos(p), recipient)
             .into_iter()
-            .filter_map(|offer| match offer {
+            .map(|offer| match offer {
                 Offer::Concrete(action) => {
-                    let (action_type, payload) = split_tagged(serde_json::to_value(&action).ok()?, "payload")?;
-                    Some(ErasedOffer { action_type, payload: Some(payload), constraints: None })
+                    let (action_type, payload) = split_tagged(to_json("offer", &action)?, "payload")?;
+                    Ok(ErasedOffer { action_type, payload: Some(payload), constraints: None })
                 }
                 Offer::Parametrized { action_type, constraints } => {
-                    Some(ErasedOffer { action_type, payload: None, constraints: Some(constraints) })
+                    Ok(ErasedOffer { action_type, payload: None, constraints: Some(constraints) })
                 }
             })
             .collect()
     }
 
-    fn project(&self, p: &LoadedPosition, recipient: Recipient<'_>) -> ErasedProjection {
+    fn project(&self, p: &LoadedPosition, recipient: Recipient<'_>) -> Result<ErasedProjection, DecodeError> {
         let pr = self.game.project(self.pos(p), recipient);
-        ErasedProjection {
-            view: serde_json::to_value(&pr.view).unwrap_or(Value::Null),
-            context: serde_json::to_value(&pr.context).unwrap_or(Value::Null),
+        Ok(ErasedProjection {
+            view: to_json("view", &pr.view)?,
+            context: to_json("context", &pr.context)?,
             result: pr.result,
-        }
+        })
     }
 
     fn project_events(
@@ -302,17 +309,15 @@ impl<G: Game> ErasedGame for Module<G> {
         after: &LoadedPosition,
         events: &LoadedEvents,
         recipient: Recipient<'_>,
-    ) -> Vec<VisibleEvent> {
-        let Some(events) = events.0.downcast_ref::<Vec<G::Event>>() else {
-            return Vec::new();
-        };
+    ) -> Result<Vec<VisibleEvent>, DecodeError> {
+        let events = events.0.downcast_ref::<Vec<G::Event>>().ok_or(DecodeError::WrongGame)?;
         let (before, after) = (self.pos(before), self.pos(after));
         events
             .iter()
             .flat_map(|e| self.game.project_event(before, after, e, recipient))
-            .filter_map(|v| {
-                let (event_type, data) = split_tagged(serde_json::to_value(&v).ok()?, "data")?;
-                Some(VisibleEvent { event_type, data })
+            .map(|v| {
+                let (event_type, data) = split_tagged(to_json("visible event", &v)?, "data")?;
+                Ok(VisibleEvent { event_type, data })
             })
             .collect()
     }
@@ -337,15 +342,15 @@ impl<G: Game> ErasedGame for Module<G> {
         entropy: &mut dyn EntropySource,
     ) -> Option<(String, Value)> {
         let action = self.game.bot_action(self.pos(p), seat, profile, entropy)?;
-        split_tagged(serde_json::to_value(&action).ok()?, "payload")
+        split_tagged(serde_json::to_value(&action).ok()?, "payload").ok()
     }
 }
 
 /// Splits an adjacently tagged value `{"type": t, <content>: c}` into `(t, c)`; a missing
 /// content becomes `{}`.
-fn split_tagged(v: Value, content: &str) -> Option<(String, Value)> {
-    let Value::Object(mut map) = v else { return None };
-    let Some(Value::String(t)) = map.remove("type") else { return None };
+fn split_tagged(v: Value, content: &'static str) -> Result<(String, Value), DecodeError> {
+    let Value::Object(mut map) = v else { return Err(DecodeError::NotTagged(content)) };
+    let Some(Value::String(t)) = map.remove("type") else { return Err(DecodeError::NotTagged(content)) };
     let c = map.remove(content).unwrap_or_else(|| Value::Object(Default::default()));
-    Some((t, c))
+    Ok((t, c))
 }

@@ -28,4 +28,6 @@ pub use position::{
     Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, Seat,
     seat_ids,
 };
-pub use random::{EntropySource, Randomness, ScriptedEntropy, Services, SplitMix64, Trace, TraceEntry};
+pub use random::{
+    EntropySource, RandomError, Randomness, ScriptedEntropy, Services, SplitMix64, Trace, TraceEntry, below,
+};

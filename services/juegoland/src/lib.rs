@@ -78,7 +78,8 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let engine = Arc::new(Engine::new(Arc::new(registry()?)));
     let prometheus = prometheus::Registry::new();
     let metrics = Metrics::new(&prometheus).context("register metrics")?;
-    let host_config = HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
+    let host_config =
+        HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
     let host = Host::start(engine, Arc::new(MemoryStore::new()), Arc::new(LocalBus::default()), metrics, host_config)
         .await
         .context("start the match host")?;

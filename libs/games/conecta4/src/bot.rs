@@ -17,10 +17,13 @@ use juegoland_sdk::random::below;
 
 use crate::model::{Config, Disc, Grid};
 
-/// Plies always searched (fewer only when the board has fewer empty cells).
-pub const MIN_DEPTH: u32 = 6;
+/// Plies always searched (fewer only when the board has fewer empty cells). Depths are
+/// odd: the leaf is then quiet for the side that just moved, and the leaf checks (a win in
+/// one, a double threat) look one ply further, which removes the even/odd swing of the
+/// heuristic.
+pub const MIN_DEPTH: u32 = 7;
 /// Plies never exceeded.
-pub const MAX_DEPTH: u32 = 9;
+pub const MAX_DEPTH: u32 = 11;
 /// Nodes the iterative deepening may spend; keeps a 7 × 6 answer in a few milliseconds.
 const NODE_BUDGET: u64 = 40_000;
 /// The bonus per disc in the centre column(s), which take part in the most lines.
@@ -148,7 +151,8 @@ impl Search {
             2 => 8,
             _ => 1,
         };
-        let mut score = CENTRE_BONUS * ((s.own & self.centre).count_ones() as i32 - (opp & self.centre).count_ones() as i32);
+        let mut score =
+            CENTRE_BONUS * ((s.own & self.centre).count_ones() as i32 - (opp & self.centre).count_ones() as i32);
         for w in &self.windows {
             let (a, b) = ((w & s.own).count_ones(), (w & opp).count_ones());
             if b == 0 && a > 0 {
@@ -266,12 +270,12 @@ pub(crate) fn choose(config: &Config, grid: &Grid, seat: Disc, entropy: &mut dyn
         let spent = search.nodes - before;
         // A decided result needs no deeper look.
         let decided = scored.first().is_some_and(|(_, score)| score.abs() > WIN / 2);
-        // The next ply costs roughly the branching factor times this one.
-        let next = spent.saturating_mul(search.columns as u64 / 2 + 1);
+        // Two more plies cost roughly the branching factor times this depth.
+        let next = spent.saturating_mul(search.columns as u64 + 1);
         if decided || depth >= MAX_DEPTH.min(empties) || search.nodes + next > NODE_BUDGET {
             break scored.iter().map(|(c, _)| *c).collect();
         }
-        depth += 1;
+        depth += 2;
     };
     pick(&best, entropy)
 }
@@ -300,22 +304,5 @@ mod tests {
         let discs = bit(0, 3) | bit(0, 4) | bit(0, 5);
         let others = bit(0, 0) | bit(0, 1) | bit(0, 2);
         assert_eq!(s.threats(discs, discs | others), 0);
-    }
-}
-#[cfg(test)]
-mod debug_tmp {
-    use super::*;
-    #[test]
-    fn dump_root() {
-        let mut search = Search::new(&Config::default());
-        let s = State { own: 0, mask: 0, moves: 0 };
-        for depth in 2..=9 {
-            let before = search.nodes;
-            let mut all = vec![];
-            for c in 0..7 {
-                all.push((c, -search.negamax(&search.play(&s, c), depth - 1, -WIN - 1, WIN + 1, 1)));
-            }
-            println!("depth {depth}: {all:?} nodes {}", search.nodes - before);
-        }
     }
 }

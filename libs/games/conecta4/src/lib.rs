@@ -26,9 +26,8 @@ mod bot;
 mod validate;
 
 use juegoland_sdk::{
-    ActionSpec, ConflictPolicy, Corrupt, Descriptor, EntropySource, Flow, Game, Lifecycle, MatchResult, Offer,
-    Outcome, Participation, PhaseSpec, Pos, Projection, Recipient, RuleError, Services, Setup, StageSpec, Trans,
-    Transition,
+    ActionSpec, ConflictPolicy, Corrupt, Descriptor, EntropySource, Flow, Game, Lifecycle, MatchResult, Offer, Outcome,
+    Participation, PhaseSpec, Pos, Projection, Recipient, RuleError, Services, Setup, StageSpec, Trans, Transition,
 };
 
 pub use bot::{MAX_DEPTH, MIN_DEPTH};
@@ -162,7 +161,10 @@ impl Game for Conecta4 {
         let line = board::line_through(&grid, r, c, usize::from(config.connect));
         let moves = data.move_count + 1;
         let result = if line.is_some() {
-            Some(MatchResult::completed(REASON_CONNECT, [(seat.seat(), Outcome::Win), (seat.other().seat(), Outcome::Loss)]))
+            Some(MatchResult::completed(
+                REASON_CONNECT,
+                [(seat.seat(), Outcome::Win), (seat.other().seat(), Outcome::Loss)],
+            ))
         } else if moves == config.cells() {
             Some(MatchResult::completed(REASON_BOARD_FULL, [("p0", Outcome::Draw), ("p1", Outcome::Draw)]))
         } else {

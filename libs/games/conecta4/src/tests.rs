@@ -17,7 +17,8 @@ fn with_services<T>(f: impl FnOnce(&mut Services<'_>) -> T) -> T {
 }
 
 fn start(config: Config) -> Pos<Conecta4> {
-    let participants: BTreeMap<_, _> = [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
+    let participants: BTreeMap<_, _> =
+        [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
     let t = with_services(|s| Conecta4.setup(&Setup { config, participants: participants.clone() }, s)).unwrap();
     let p = Position { config, participants, data: t.data, flow: t.flow, result: t.result };
     Conecta4.validate_position(&p).unwrap();
@@ -71,7 +72,8 @@ fn setup_gives_an_empty_board_with_p0_to_move() {
 
 #[test]
 fn setup_rejects_bad_configs_and_seats() {
-    let participants: BTreeMap<_, _> = [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
+    let participants: BTreeMap<_, _> =
+        [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
     for (rows, columns, connect) in [(3, 7, 3), (6, 11, 4), (6, 7, 2), (5, 7, 6), (0, 0, 0), (10, 4, 5)] {
         let config = Config { rows, columns, connect };
         let r = with_services(|s| Conecta4.setup(&Setup { config, participants: participants.clone() }, s));
@@ -90,7 +92,10 @@ fn setup_rejects_bad_configs_and_seats() {
 #[test]
 fn config_defaults_and_strictness() {
     assert_eq!(serde_json::from_value::<Config>(json!({})).unwrap(), Config::default());
-    assert_eq!(serde_json::from_value::<Config>(json!({"columns": 9})).unwrap(), Config { columns: 9, ..Config::default() });
+    assert_eq!(
+        serde_json::from_value::<Config>(json!({"columns": 9})).unwrap(),
+        Config { columns: 9, ..Config::default() }
+    );
     assert!(serde_json::from_value::<Config>(json!({"width": 9})).is_err());
 }
 
@@ -172,7 +177,10 @@ fn a_full_board_without_a_line_is_a_draw() {
     let p = play(start(Config::default()), &DRAW[..41]);
     assert_eq!(p.result, None);
     let p = play(p, &DRAW[41..]);
-    assert_eq!(p.result, Some(MatchResult::completed(REASON_BOARD_FULL, [("p0", Outcome::Draw), ("p1", Outcome::Draw)])));
+    assert_eq!(
+        p.result,
+        Some(MatchResult::completed(REASON_BOARD_FULL, [("p0", Outcome::Draw), ("p1", Outcome::Draw)]))
+    );
     assert!(p.flow.actors.is_empty());
     assert_eq!((p.flow.turn, p.flow.round), (42, 21));
     assert_eq!(p.data.line, None);
@@ -361,8 +369,7 @@ fn the_validator_catches_corruption() {
     corrupt_after(
         &p,
         |p| {
-            p.result =
-                Some(MatchResult::completed(REASON_BOARD_FULL, [("p0", Outcome::Draw), ("p1", Outcome::Draw)]));
+            p.result = Some(MatchResult::completed(REASON_BOARD_FULL, [("p0", Outcome::Draw), ("p1", Outcome::Draw)]));
             p.flow.actors.clear();
         },
         "board-full needs a full board",
@@ -399,7 +406,11 @@ fn the_validator_catches_result_incoherence() {
         "unknown result reason",
     );
     let withdrawn = withdraw(&play(start(Config::default()), &[3]), "p1").unwrap();
-    corrupt_after(&withdrawn, |p| p.participants.get_mut("p1").unwrap().status = ParticipantStatus::Active, "only the loser");
+    corrupt_after(
+        &withdrawn,
+        |p| p.participants.get_mut("p1").unwrap().status = ParticipantStatus::Active,
+        "only the loser",
+    );
     corrupt_after(&withdrawn, |p| p.flow = flow_after(1, false), "a finished match has no actors");
 
     // A cancelled match (the engine's decision, never this game's) is accepted when terminal.

@@ -1,7 +1,9 @@
 //! Property tests: the decoder never panics, and fingerprints depend on values only.
 
+use juegoland_protocol::jcs::canonical_command_generic;
 use juegoland_protocol::{
-    ClientMessage, ErrorCode, canonical_json, decode_client, decode_server, encode_client, fingerprint,
+    ClientMessage, ErrorCode, canonical_command, canonical_json, decode_client, decode_server, encode_client,
+    fingerprint,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -148,6 +150,25 @@ proptest! {
         let scrambled_cmd = decode_command(&scrambled);
         prop_assert_eq!(fingerprint(&plain), fingerprint(&scrambled_cmd));
         prop_assert_eq!(canonical_json(&plain.action.payload), canonical_json(&scrambled_cmd.action.payload));
+    }
+
+    #[test]
+    fn fast_canonical_form_matches_the_canonicalizer(
+        payload in arb_object(),
+        action_type in "\\PC{1,12}",
+        actor in any::<Option<(u64, u64)>>(),
+        revision in any::<u64>(),
+    ) {
+        let mut value = command_value(&payload, revision);
+        value["action"]["type"] = Value::String(action_type);
+        if let Some((phase_epoch, actor_revision)) = actor {
+            value["precondition"] = serde_json::json!({"kind":"actor","phaseEpoch":phase_epoch,"actorRevision":actor_revision});
+        }
+        let cmd = decode_command(&value.to_string());
+        prop_assert_eq!(
+            String::from_utf8(canonical_command(&cmd)).unwrap(),
+            String::from_utf8(canonical_command_generic(&cmd)).unwrap()
+        );
     }
 
     #[test]

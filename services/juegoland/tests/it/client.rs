@@ -79,7 +79,7 @@ impl Server {
         let token = self.token(principal).await;
         let url = format!("ws://{}/v1/ws?access_token={token}", self.addr);
         let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connect");
-        Client { ws }
+        Client { ws, backlog: Default::default() }
     }
 }
 
@@ -92,6 +92,8 @@ impl Drop for Server {
 
 pub struct Client {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// Messages passed over by `recv_type`, delivered first by later receives.
+    backlog: std::collections::VecDeque<Value>,
 }
 
 pub const ACCEPT: &str = r#"[{"id":"conecta4","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#;
@@ -109,8 +111,15 @@ impl Client {
         self.ws.send(Message::Binary(bytes.into())).await.expect("send");
     }
 
-    /// The next protocol message (5 s timeout).
+    /// The next protocol message (5 s timeout), the backlog first.
     pub async fn recv(&mut self) -> Value {
+        if let Some(v) = self.backlog.pop_front() {
+            return v;
+        }
+        self.recv_network().await
+    }
+
+    async fn recv_network(&mut self) -> Value {
         loop {
             let msg = tokio::time::timeout(Duration::from_secs(5), self.ws.next())
                 .await
@@ -125,12 +134,18 @@ impl Client {
         }
     }
 
-    /// Receives until a message of `ty` arrives; returns it and the skipped ones.
+    /// The first message of `ty` (from the backlog, then the network); the messages of other
+    /// types it passes over stay in the backlog for later receives, in order.
     pub async fn recv_type(&mut self, ty: &str) -> (Value, Vec<Value>) {
+        if let Some(i) = self.backlog.iter().position(|v| v["type"] == ty) {
+            let v = self.backlog.remove(i).expect("index in range");
+            return (v, Vec::new());
+        }
         let mut skipped = Vec::new();
         loop {
-            let v = self.recv().await;
+            let v = self.recv_network().await;
             if v["type"] == ty {
+                self.backlog.extend(skipped.iter().cloned());
                 return (v, skipped);
             }
             skipped.push(v);

@@ -46,7 +46,10 @@ async fn sync_commands_acks_and_live_snapshots() {
         }
     }
     let ack = got_ack.unwrap();
-    assert_eq!(ack, json!({"protocolVersion":1,"type":"game.ack","matchId":m,"commandId":c1,"status":"applied","revision":1,"duplicate":false}));
+    assert_eq!(
+        ack,
+        json!({"protocolVersion":1,"type":"game.ack","matchId":m,"commandId":c1,"status":"applied","revision":1,"duplicate":false})
+    );
     let live = got_live.unwrap();
     assert_eq!(live["fromRevision"], 0);
     assert_eq!(live["revision"], 1);
@@ -110,7 +113,12 @@ async fn malformed_input_gets_typed_errors_and_the_connection_keeps_working() {
             ),
             "MALFORMED_MESSAGE",
         ),
-        (format!(r#"{{"protocolVersion":1,"type":"game.sync","requestId":"x","matchId":"{m}","accept":[],"extra":1}}"#), "MALFORMED_MESSAGE"),
+        (
+            format!(
+                r#"{{"protocolVersion":1,"type":"game.sync","requestId":"x","matchId":"{m}","accept":[],"extra":1}}"#
+            ),
+            "MALFORMED_MESSAGE",
+        ),
         (format!("{}{}", "[".repeat(40), "]".repeat(40)), "MALFORMED_MESSAGE"),
         (r#"{"protocolVersion":2,"type":"game.sync"}"#.into(), "UNSUPPORTED_PROTOCOL"),
         (format!(r#"{{"pad":"{}"}}"#, "x".repeat(70_000)), "MESSAGE_TOO_LARGE"),
@@ -131,12 +139,16 @@ async fn malformed_input_gets_typed_errors_and_the_connection_keeps_working() {
 
     // An invalid payload for a real action is a rejection receipt, not a protocol error.
     let c = uuid();
-    alice.send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":c,
-        "precondition":{"kind":"match","revision":0},"action":{"type":"drop","payload":{"column":99}}})).await;
+    alice
+        .send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":c,
+        "precondition":{"kind":"match","revision":0},"action":{"type":"drop","payload":{"column":99}}}))
+        .await;
     let (ack, _) = alice.recv_type("game.ack").await;
     assert_eq!(ack["code"], "INVALID_PAYLOAD");
-    alice.send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":uuid(),
-        "precondition":{"kind":"match","revision":0},"action":{"type":"fly","payload":{}}})).await;
+    alice
+        .send(&json!({"protocolVersion":1,"type":"game.command","matchId":m,"commandId":uuid(),
+        "precondition":{"kind":"match","revision":0},"action":{"type":"fly","payload":{}}}))
+        .await;
     let (ack, _) = alice.recv_type("game.ack").await;
     assert_eq!(ack["code"], "UNKNOWN_ACTION");
 

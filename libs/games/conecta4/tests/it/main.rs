@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_conecta4::{Action, BOT_DEFAULT, Config, Conecta4, Disc, STAGE};
+use juegoland_conecta4::{Action, BOT_DEFAULT, Conecta4, Config, Disc, STAGE};
 use juegoland_sdk::{
     EntropySource, Game, Lifecycle, Offer, Participant, Pos, Position, Randomness, Recipient, RuleError, Services,
     Setup, SplitMix64, Trans, erase,
@@ -292,10 +292,7 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
     let mut e = SplitMix64(3);
     let mut services = Services::new(0, Randomness::live(&mut e));
     let mut position = game.setup(&json!({}), &participants(), &mut services).unwrap().next;
-    assert!(matches!(
-        game.setup(&json!({"rows": 3}), &participants(), &mut services),
-        Err(RuleError::Illegal { .. })
-    ));
+    assert!(matches!(game.setup(&json!({"rows": 3}), &participants(), &mut services), Err(RuleError::Illegal { .. })));
     // Play a whole game through the erased interface: the bot against the first offer.
     let mut turn = 0;
     loop {
@@ -310,7 +307,7 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
         assert_eq!(round_tripped, json);
 
         for recipient in [Recipient::Seat("p0"), Recipient::Seat("p1"), Recipient::Spectator] {
-            let projection = game.project(&position, recipient);
+            let projection = game.project(&position, recipient).unwrap();
             assert_valid(&schemas.view, &projection.view);
             assert_valid(&schemas.context, &projection.context);
         }
@@ -318,7 +315,7 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
             break;
         }
         let seat = json.flow.actors.keys().next().unwrap().clone();
-        let offers = game.available_actions(&position, Recipient::Seat(&seat));
+        let offers = game.available_actions(&position, Recipient::Seat(&seat)).unwrap();
         assert!(!offers.is_empty());
         for offer in &offers {
             assert_eq!(offer.action_type, "drop");
@@ -338,7 +335,7 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
         }
         let events = game.decode_events(&game.encode_events(&t.events).unwrap()).unwrap();
         for recipient in [Recipient::Seat("p0"), Recipient::Seat("p1"), Recipient::Spectator] {
-            let visible = game.project_events(&position, &t.next, &events, recipient);
+            let visible = game.project_events(&position, &t.next, &events, recipient).unwrap();
             assert_eq!(visible.len(), 1);
             assert_eq!(visible[0].event_type, "disc.dropped");
             assert_valid(&schemas.visible_event, &json!({"type": visible[0].event_type, "data": visible[0].data}));
@@ -346,7 +343,7 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
         position = t.next;
         turn += 1;
     }
-    let result = game.project(&position, Recipient::Spectator).result.unwrap();
+    let result = game.project(&position, Recipient::Spectator).unwrap().result.unwrap();
     let result = serde_json::to_value(result).unwrap();
     assert_eq!(result["kind"], "completed");
     assert_eq!(result["participants"]["p0"]["outcome"], "win", "the bot moved first and beat the first-offer player");
@@ -355,7 +352,13 @@ fn the_erased_form_round_trips_and_matches_its_schemas() {
     assert_invalid(&payload_schema, &json!({"column": 1, "row": 0}));
     assert!(game.decode_action("drop", &json!({"column": 1, "extra": true})).is_err());
     assert!(game.decode_action("pop", &json!({"column": 1})).is_err());
-    assert!(game.decode_position(&juegoland_sdk::JsonPosition { data: json!({"grid": []}), ..game.encode_position(&position).unwrap() }).is_err());
+    assert!(
+        game.decode_position(&juegoland_sdk::JsonPosition {
+            data: json!({"grid": []}),
+            ..game.encode_position(&position).unwrap()
+        })
+        .is_err()
+    );
 }
 
 #[test]
@@ -363,7 +366,8 @@ fn erased_withdrawal_ends_the_match() {
     let game = erase(Conecta4);
     let mut e = SplitMix64(3);
     let mut services = Services::new(0, Randomness::live(&mut e));
-    let position = game.setup(&json!({"rows": 5, "columns": 5, "connect": 4}), &participants(), &mut services).unwrap().next;
+    let position =
+        game.setup(&json!({"rows": 5, "columns": 5, "connect": 4}), &participants(), &mut services).unwrap().next;
     let marked = game.with_withdrawn(&position, "p0");
     let t = game.on_lifecycle(&marked, &Lifecycle::Withdrawal { seat: "p0".into() }, &mut services).unwrap();
     assert!(t.flow.actors.is_empty());
@@ -373,7 +377,7 @@ fn erased_withdrawal_ends_the_match() {
         result,
         json!({"kind": "completed", "reasonCode": "withdrawal", "participants": {"p0": {"outcome": "loss"}, "p1": {"outcome": "win"}}})
     );
-    assert!(game.available_actions(&t.next, Recipient::Seat("p1")).is_empty());
+    assert!(game.available_actions(&t.next, Recipient::Seat("p1")).unwrap().is_empty());
     assert_eq!(game.bot_action(&t.next, "p1", BOT_DEFAULT, &mut e), None);
     let stage = game.encode_position(&position).unwrap().flow.actors["p0"].clone();
     assert_eq!(stage, STAGE);

@@ -1,0 +1,286 @@
+//! The acceptance rows of `spec/acceptance.md` that the core decides, named after the rows.
+
+use juegoland_core::{LifecycleError, LifecycleRequest};
+use juegoland_protocol::{AckStatus, Precondition, RejectionCode, ServerMessage};
+use juegoland_sdk::{MatchResult, Outcome, SplitMix64};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::harness::{Answer, Harness};
+
+fn outcome(h: &Harness, seat: &str) -> Outcome {
+    match &h.state().position.result {
+        Some(MatchResult::Completed { participants, .. }) => participants[seat].outcome,
+        other => panic!("not completed: {other:?}"),
+    }
+}
+
+#[test]
+fn win_draw_individual_loss_and_cooperative_loss() {
+    // Win / loss.
+    let mut h = Harness::conecta4();
+    for c in [0, 1, 0, 1, 0, 1, 0] {
+        assert_eq!(h.drop_disc(c).ack().status, AckStatus::Applied);
+    }
+    assert_eq!(outcome(&h, "p0"), Outcome::Win);
+    assert_eq!(outcome(&h, "p1"), Outcome::Loss);
+
+    // Draw: random legal playouts on a 4×4 board until one fills it with no line.
+    let mut drawn = false;
+    for seed in 0..500u64 {
+        let mut h = Harness::new(
+            "conecta4",
+            &[("p0", "alice"), ("p1", "bob")],
+            json!({"rows":4,"columns":4,"connect":4}),
+            seed,
+        );
+        let mut rng = SplitMix64(seed);
+        while h.state().position.result.is_none() {
+            // A full column is an ILLEGAL_ACTION receipt; the next pick tries another.
+            let c = juegoland_sdk::random::below(&mut rng, 4) as u8;
+            h.drop_disc(c);
+        }
+        if matches!(&h.state().position.result, Some(MatchResult::Completed { reason_code, .. }) if reason_code == "board-full")
+        {
+            assert_eq!(outcome(&h, "p0"), Outcome::Draw);
+            assert_eq!(outcome(&h, "p1"), Outcome::Draw);
+            h.replay().expect("a drawn game replays");
+            drawn = true;
+            break;
+        }
+    }
+    assert!(drawn, "no draw found in 500 playouts");
+
+    // Cooperative: everyone loses together, nobody is invented a winner.
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({}), 3);
+    ready_both(&mut h);
+    let give_up =
+        h.envelope(Uuid::from_u128(99), Precondition::Match { revision: h.state().revision }, "giveUp", json!({}));
+    assert_eq!(h.run("ann", &give_up).ack().status, AckStatus::Applied);
+    assert_eq!(outcome(&h, "p0"), Outcome::Loss);
+    assert_eq!(outcome(&h, "p1"), Outcome::Loss);
+}
+
+fn mark(h: &mut Harness, principal: &str, seat: &str, id: u128, value: u8) -> Answer {
+    let pre =
+        Precondition::Actor { phase_epoch: h.state().phase_epoch, actor_revision: h.state().actor_revisions[seat] };
+    let env = h.envelope(Uuid::from_u128(id), pre, "mark", json!({ "value": value }));
+    h.run(principal, &env)
+}
+
+fn ready(h: &mut Harness, principal: &str, seat: &str, id: u128) -> Answer {
+    let pre =
+        Precondition::Actor { phase_epoch: h.state().phase_epoch, actor_revision: h.state().actor_revisions[seat] };
+    let env = h.envelope(Uuid::from_u128(id), pre, "ready", json!({}));
+    h.run(principal, &env)
+}
+
+fn ready_both(h: &mut Harness) {
+    mark(h, "ann", "p0", 1, 1);
+    mark(h, "ben", "p1", 2, 2);
+    ready(h, "ann", "p0", 3);
+    ready(h, "ben", "p1", 4);
+    assert_eq!(h.state().position.flow.phase, "play");
+}
+
+#[test]
+fn two_simultaneous_private_placements_and_a_late_one_after_the_barrier() {
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({}), 5);
+    let epoch = h.state().phase_epoch;
+    // Both build their commands from the same snapshot.
+    let p0_cmd = h.envelope(
+        Uuid::from_u128(10),
+        Precondition::Actor { phase_epoch: epoch, actor_revision: 0 },
+        "mark",
+        json!({"value": 1}),
+    );
+    let p1_cmd = h.envelope(
+        Uuid::from_u128(11),
+        Precondition::Actor { phase_epoch: epoch, actor_revision: 0 },
+        "mark",
+        json!({"value": 2}),
+    );
+    let r0 = h.run("ann", &p0_cmd);
+    assert_eq!(r0.ack().revision, Some(1));
+    assert_eq!(h.state().actor_revisions["p0"], 1, "rule 1: the actor's revision");
+    assert_eq!(h.state().actor_revisions["p1"], 0);
+    assert_eq!(h.state().phase_epoch, epoch, "independent: no barrier");
+    // p1's command was built on global revision 0 and still applies: no needless conflict.
+    assert_eq!(h.run("ben", &p1_cmd).ack().status, AckStatus::Applied);
+    assert_eq!(h.state().revision, 2);
+    // A stale actor revision is rejected.
+    let again = h.envelope(
+        Uuid::from_u128(12),
+        Precondition::Actor { phase_epoch: epoch, actor_revision: 0 },
+        "mark",
+        json!({"value": 3}),
+    );
+    assert_eq!(h.run("ann", &again).ack().code, Some(RejectionCode::StaleRevision));
+
+    // Own stage change (ready → waiting) keeps independence (rule 3).
+    ready(&mut h, "ann", "p0", 13);
+    assert_eq!(h.state().phase_epoch, epoch);
+    assert_eq!(h.state().position.flow.actors["p0"], "waiting");
+    // A late mark by ben, prepared before the barrier…
+    let late = h.envelope(
+        Uuid::from_u128(14),
+        Precondition::Actor { phase_epoch: epoch, actor_revision: h.state().actor_revisions["p1"] },
+        "mark",
+        json!({"value": 4}),
+    );
+    // …then ben's ready starts play: a barrier bumps the epoch and every actor revision.
+    let revisions_before = h.state().actor_revisions.clone();
+    ready(&mut h, "ben", "p1", 15);
+    assert_eq!(h.state().position.flow.phase, "play");
+    assert_eq!(h.state().phase_epoch, epoch + 1);
+    for (seat, r) in &h.state().actor_revisions {
+        assert!(*r > revisions_before[seat], "rule 2/4: {seat}'s actor revision bumped");
+    }
+    // The late placement is stale, whatever its private revision said.
+    assert_eq!(h.run("ben", &late).ack().code, Some(RejectionCode::StaleEpoch));
+}
+
+#[test]
+fn withdrawal_in_setup_in_a_turn_and_in_a_cooperative_phase() {
+    // Setup: the fixture cancels with no winner.
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({}), 6);
+    h.lifecycle(LifecycleRequest::Withdraw { seat: "p1".into() }).unwrap();
+    assert_eq!(h.state().position.result, Some(MatchResult::cancelled("withdrawal-in-setup")));
+    assert_eq!(h.state().position.participants["p1"].status, juegoland_sdk::ParticipantStatus::Withdrawn);
+
+    // A turn: Conecta 4's policy — the leaver loses, the rival wins.
+    let mut h = Harness::conecta4();
+    h.drop_disc(3);
+    let epoch = h.state().phase_epoch;
+    h.lifecycle(LifecycleRequest::Withdraw { seat: "p0".into() }).unwrap();
+    assert_eq!(outcome(&h, "p0"), Outcome::Loss);
+    assert_eq!(outcome(&h, "p1"), Outcome::Win);
+    assert_eq!(h.state().phase_epoch, epoch + 1, "a lifecycle event is a barrier");
+    assert_eq!(h.lifecycle(LifecycleRequest::Withdraw { seat: "p1".into() }), Err(LifecycleError::Finished));
+    h.replay().expect("withdrawal replays");
+
+    // A cooperative phase: the team plays on; nobody wins for staying.
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({}), 7);
+    ready_both(&mut h);
+    h.lifecycle(LifecycleRequest::Withdraw { seat: "p0".into() }).unwrap();
+    assert!(h.state().position.result.is_none());
+    assert_eq!(h.state().position.flow.actors.keys().collect::<Vec<_>>(), ["p1"]);
+    assert_eq!(h.lifecycle(LifecycleRequest::Withdraw { seat: "p0".into() }), Err(LifecycleError::AlreadyWithdrawn));
+    h.lifecycle(LifecycleRequest::Withdraw { seat: "p1".into() }).unwrap();
+    assert_eq!(outcome(&h, "p1"), Outcome::Loss);
+    h.replay().expect("cooperative withdrawal replays");
+}
+
+#[test]
+fn command_repeated_before_and_after_the_end() {
+    let mut h = Harness::conecta4();
+    let mut cmds = Vec::new();
+    for (i, c) in [0u8, 1, 0, 1, 0, 1, 0].iter().enumerate() {
+        let seat = if i % 2 == 0 { "alice" } else { "bob" };
+        let env = h.envelope(
+            Uuid::from_u128(500 + i as u128),
+            Precondition::Match { revision: i as u64 },
+            "drop",
+            json!({"column": c}),
+        );
+        let first = h.run(seat, &env);
+        // Before the end: a retry gives the same receipt, duplicate, and no second change.
+        let retry = h.run(seat, &env);
+        assert!(retry.ack().duplicate);
+        assert_eq!(retry.ack().revision, first.ack().revision);
+        assert_eq!(h.state().revision, i as u64 + 1);
+        cmds.push((seat, env, first));
+    }
+    assert!(h.state().is_finished());
+    // After the end: every command retried gives its original receipt, even the last.
+    for (seat, env, first) in &cmds {
+        let again = h.run(seat, env);
+        let (a, f) = (again.ack(), first.ack());
+        assert!(a.duplicate);
+        assert_eq!((a.status, a.revision, a.code), (f.status, f.revision, f.code));
+    }
+    assert_eq!(h.state().revision, 7);
+    // A new command after the end is a final MATCH_FINISHED rejection.
+    let late = h.envelope(Uuid::from_u128(900), Precondition::Match { revision: 7 }, "drop", json!({"column": 5}));
+    assert_eq!(h.run("bob", &late).ack().code, Some(RejectionCode::MatchFinished));
+}
+
+#[test]
+fn same_uuid_with_another_payload_or_precondition() {
+    let mut h = Harness::conecta4();
+    let id = Uuid::from_u128(42);
+    let original = h.envelope(id, Precondition::Match { revision: 0 }, "drop", json!({"column": 3}));
+    h.run("alice", &original);
+    let key = h.receipts.keys().next().unwrap().clone();
+    let stored = h.receipts[&key].clone();
+    let other_payload = h.envelope(id, Precondition::Match { revision: 0 }, "drop", json!({"column": 4}));
+    let other_pre = h.envelope(id, Precondition::Match { revision: 1 }, "drop", json!({"column": 3}));
+    assert_eq!(h.run("alice", &other_payload), Answer::Reused);
+    assert_eq!(h.run("alice", &other_pre), Answer::Reused);
+    assert_eq!(h.receipts[&key], stored, "the original receipt is untouched");
+    assert_eq!(h.state().revision, 1);
+    // The same id from another principal is another key: judged on its own.
+    let bobs = h.envelope(id, Precondition::Match { revision: 1 }, "drop", json!({"column": 4}));
+    assert_eq!(h.run("bob", &bobs).ack().status, AckStatus::Applied);
+}
+
+#[test]
+fn match_replay_from_the_pinned_module_and_trace() {
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben"), ("p2", "cid")], json!({"target": 20}), 8);
+    for (i, (p, s)) in [("ann", "p0"), ("ben", "p1"), ("cid", "p2")].iter().enumerate() {
+        mark(&mut h, p, s, 100 + i as u128, i as u8);
+        ready(&mut h, p, s, 200 + i as u128);
+    }
+    let principals = [("p0", "ann"), ("p1", "ben"), ("p2", "cid")];
+    let mut n = 0;
+    while !h.state().is_finished() {
+        let seat = h.state().position.flow.actors.keys().next().unwrap().clone();
+        let principal = principals.iter().find(|(s, _)| *s == seat).unwrap().1;
+        let env = h.envelope(
+            Uuid::from_u128(300 + n),
+            Precondition::Match { revision: h.state().revision },
+            "roll",
+            json!({}),
+        );
+        assert_eq!(h.run(principal, &env).ack().status, AckStatus::Applied);
+        n += 1;
+    }
+    assert!(h.log.iter().any(|e| !e.trace.is_empty()), "rolls recorded a trace");
+    h.replay().expect("the match replays to its stored state");
+
+    // A tampered trace makes the replay diverge instead of silently re-rolling.
+    let mut tampered = h.log.clone();
+    let entry = tampered.iter_mut().find(|e| !e.trace.is_empty()).unwrap();
+    entry.trace[0].label = "other".into();
+    assert!(juegoland_core::replay(&h.engine.registry, h.state(), &tampered).is_err());
+    // A tampered stored state is reported as a difference.
+    let mut state = h.state().clone();
+    state.position.data["rolls"] = json!([]);
+    assert!(juegoland_core::replay(&h.engine.registry, &state, &h.log).is_err());
+}
+
+#[test]
+fn hidden_values_stay_with_their_author_in_publications() {
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({}), 9);
+    mark(&mut h, "ann", "p0", 1, 7);
+    let last: Vec<_> = h.publications.iter().filter(|p| p.revision == 1).collect();
+    assert_eq!(last.len(), 2, "one publication per seat");
+    for p in last {
+        let ServerMessage::Snapshot(s) = &p.snapshot else { panic!("a snapshot") };
+        assert_eq!(s.from_revision, Some(0));
+        let ev = &s.events[0];
+        if p.recipient.as_deref() == Some("p0") {
+            assert_eq!(ev.data["value"], 7);
+            assert_eq!(s.view["ownMarks"], json!([7]));
+        } else {
+            assert!(ev.data["value"].is_null(), "ben must not see ann's mark");
+            assert_eq!(s.view["ownMarks"], json!([]));
+        }
+    }
+    // Offers carry engine-computed preconditions; parametrized ones name the schema.
+    let p1 = h.publications.iter().find(|p| p.revision == 1 && p.recipient.as_deref() == Some("p1")).unwrap();
+    let ServerMessage::Snapshot(s) = &p1.snapshot else { panic!() };
+    let offers = serde_json::to_value(&s.actions).unwrap();
+    assert_eq!(offers[0]["schema"], "urn:juegoland:game:prep:action:mark:1");
+    assert_eq!(offers[0]["precondition"], json!({"kind":"actor","phaseEpoch":0,"actorRevision":0}));
+}
