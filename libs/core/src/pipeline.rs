@@ -99,7 +99,7 @@ pub enum CreateError {
 
 /// A match loaded in memory: its persisted state and the decoded position.
 pub struct LiveMatch {
-    state: MatchState,
+    state: Arc<MatchState>,
     game: Arc<LoadedGame>,
     loaded: LoadedPosition,
 }
@@ -121,7 +121,7 @@ impl LiveMatch {
     /// receipt and dispatching the publications). Call only after the store accepted it.
     pub fn advance(&mut self, pending: Pending) -> Commit {
         if let (Some(state), Some(next)) = (&pending.commit.state, pending.next) {
-            self.state = state.clone();
+            self.state = Arc::clone(state);
             self.loaded = next;
         }
         pending.commit
@@ -133,7 +133,9 @@ impl LiveMatch {
         recipient: Recipient<'_>,
         engine: &Engine,
     ) -> Result<juegoland_protocol::ServerMessage, Fault> {
-        build_snapshot(&self.game, &self.state, &self.loaded, None, recipient, &engine.limits)
+        let snapshot = build_snapshot(&self.game, &self.state, &self.loaded, None, recipient)?;
+        crate::project::check_size(&self.game, crate::project::json_size(&snapshot), &engine.limits)?;
+        Ok(snapshot)
     }
 }
 
@@ -165,7 +167,7 @@ impl Engine {
             .clone();
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
-        Ok(LiveMatch { state, game, loaded })
+        Ok(LiveMatch { state: Arc::new(state), game, loaded })
     }
 
     /// Creates a match at revision 0: validates seats and config, runs `setup`.
@@ -243,7 +245,8 @@ impl Engine {
         };
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: 0, instant_ms: now_ms, op: LoggedOp::Create { config }, trace, events };
-        let live = LiveMatch { state: state.clone(), game: loaded_game, loaded: t.next };
+        let state = Arc::new(state);
+        let live = LiveMatch { state: Arc::clone(&state), game: loaded_game, loaded: t.next };
         let commit = Commit {
             match_id,
             expected_revision: None,
@@ -435,7 +438,19 @@ impl Engine {
         check_data(game, &position.data, &self.limits)?;
         let events = game.game.encode_events(&t.events).map_err(|e| Fault(e.to_string()))?;
 
-        let mut state = MatchState { position, revision: before.revision + 1, ..before.clone() };
+        let mut state = MatchState {
+            match_id: before.match_id,
+            game: before.game.clone(),
+            game_version: before.game_version.clone(),
+            position,
+            revision: before.revision + 1,
+            phase_epoch: before.phase_epoch,
+            actor_revisions: before.actor_revisions.clone(),
+            seats: before.seats.clone(),
+            deadlines: before.deadlines.clone(),
+            next_generation: before.next_generation,
+            created_ms: before.created_ms,
+        };
         apply_counters(&mut state, &before.position.flow, before.position.result.as_ref(), bump);
         if let Some(id) = consumed_deadline {
             state.deadlines.remove(&id);
@@ -448,7 +463,7 @@ impl Engine {
             commit: Commit {
                 match_id: state.match_id,
                 expected_revision: Some(before.revision),
-                state: Some(state),
+                state: Some(Arc::new(state)),
                 receipt,
                 log: Some(log),
                 publications,

@@ -94,16 +94,15 @@ fn offers(
         .collect()
 }
 
-/// Builds and validates one recipient's snapshot. With `transition`, it is a live snapshot
-/// (`fromRevision = revision - 1` and the visible events of this revision); without, a sync
-/// snapshot with no events.
+/// Builds and validates one recipient's snapshot (the caller checks its encoded size). With
+/// `transition`, it is a live snapshot (`fromRevision = revision - 1` and the visible events
+/// of this revision); without, a sync snapshot with no events.
 pub(crate) fn build_snapshot(
     game: &LoadedGame,
     state: &MatchState,
     loaded: &LoadedPosition,
     transition: Option<(&LoadedPosition, &ErasedTransition)>,
     recipient: Recipient<'_>,
-    limits: &Limits,
 ) -> Result<ServerMessage, Fault> {
     let d = game.descriptor();
     let projection = game.game.project(loaded, recipient).map_err(|e| Fault(e.to_string()))?;
@@ -123,15 +122,22 @@ pub(crate) fn build_snapshot(
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
-                let tagged = serde_json::json!({ "type": e.event_type, "data": e.data });
+                // Validate the tagged form the game's schema describes, moving (not
+                // cloning) the data in and back out.
+                let mut tagged = serde_json::Map::with_capacity(2);
+                tagged.insert("type".into(), serde_json::Value::String(e.event_type));
+                tagged.insert("data".into(), e.data);
+                let tagged = serde_json::Value::Object(tagged);
                 if !game.visible_event.is_valid(&tagged) {
                     return Err(Fault(format!("{} produced a visible event that fails its schema", d.id)));
                 }
-                Ok(WireEvent {
-                    event_id: event_id(state.match_id, seat, state.revision, i),
-                    r#type: e.event_type,
-                    data: e.data,
-                })
+                let serde_json::Value::Object(mut tagged) = tagged else { unreachable!("built as an object") };
+                let (Some(serde_json::Value::String(r#type)), Some(data)) =
+                    (tagged.remove("type"), tagged.remove("data"))
+                else {
+                    unreachable!("both keys were inserted")
+                };
+                Ok(WireEvent { event_id: event_id(state.match_id, seat, state.revision, i), r#type, data })
             })
             .collect::<Result<_, _>>()?,
     };
@@ -148,11 +154,15 @@ pub(crate) fn build_snapshot(
         result: projection.result,
         events,
     }));
-    let size = json_size(&snapshot);
-    if size > limits.max_projection_bytes {
-        return Err(Fault(format!("{} produced a {size}-byte snapshot, over the limit", d.id)));
-    }
     Ok(snapshot)
+}
+
+/// Fails when a snapshot is over the per-recipient limit.
+pub(crate) fn check_size(game: &LoadedGame, size: usize, limits: &Limits) -> Result<(), Fault> {
+    if size > limits.max_projection_bytes {
+        return Err(Fault(format!("{} produced a {size}-byte snapshot, over the limit", game.descriptor().id)));
+    }
+    Ok(())
 }
 
 /// The publications of an accepted revision: one snapshot per seat, built from THIS
@@ -169,13 +179,14 @@ pub(crate) fn publications(
         .seats
         .keys()
         .map(|seat| {
-            let snapshot =
-                build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat), limits)?;
+            let snapshot = build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat))?;
+            let encoded = juegoland_protocol::encode(&snapshot);
+            check_size(game, encoded.len(), limits)?;
             Ok(Publication {
+                encoded: encoded.into(),
                 match_id: after.match_id,
                 revision: after.revision,
                 recipient: Some(seat.clone()),
-                snapshot,
             })
         })
         .collect()

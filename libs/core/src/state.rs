@@ -2,6 +2,7 @@
 //! value that a store writes in ONE transaction.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use juegoland_protocol::{Ack, Precondition, RejectionCode, ServerMessage};
 use juegoland_sdk::{JsonPosition, Lifecycle, Seat, Trace};
@@ -152,17 +153,44 @@ pub struct LogEntry {
     pub events: Vec<Value>,
 }
 
-/// A per-recipient publication of one revision (the outbox row). The gateway turns it into
-/// a live `game.snapshot` by adding the subscription id.
+/// A per-recipient publication of one revision (the outbox row), encoded once when the
+/// revision is decided: a `game.snapshot` with `fromRevision = revision - 1`, the visible
+/// events of this revision and an empty `subscriptionId` that the gateway fills in per
+/// subscription ([`Publication::for_subscription`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Publication {
     pub match_id: Uuid,
     pub revision: u64,
     /// The seat it is for; `None` for authorized spectators.
     pub recipient: Option<Seat>,
-    /// A `game.snapshot` with `fromRevision = revision - 1`, the visible events of this
-    /// revision and an empty subscription id.
-    pub snapshot: ServerMessage,
+    pub encoded: Arc<str>,
+}
+
+/// How an encoded snapshot names its (still empty) subscription.
+const EMPTY_SUBSCRIPTION: &str = "\"subscriptionId\":\"\"";
+
+impl Publication {
+    /// The encoded snapshot for one subscription. The empty subscription id is the first
+    /// occurrence of its key: only `protocolVersion`, `type` and `matchId` precede it.
+    pub fn for_subscription(&self, subscription_id: &str) -> String {
+        let id = serde_json::to_string(subscription_id).expect("a string always encodes");
+        match self.encoded.find(EMPTY_SUBSCRIPTION) {
+            Some(at) => {
+                let key_end = at + EMPTY_SUBSCRIPTION.len() - 2;
+                let mut out = String::with_capacity(self.encoded.len() + id.len());
+                out.push_str(&self.encoded[..key_end]);
+                out.push_str(&id);
+                out.push_str(&self.encoded[key_end + 2..]);
+                out
+            }
+            None => self.encoded.to_string(),
+        }
+    }
+
+    /// The decoded snapshot (for tests and tools; the hot path never decodes).
+    pub fn snapshot(&self) -> Result<ServerMessage, juegoland_protocol::DecodeError> {
+        juegoland_protocol::decode_server(self.encoded.as_bytes())
+    }
 }
 
 /// Everything one operation writes, committed atomically by a store.
@@ -173,7 +201,7 @@ pub struct Commit {
     /// `None` for the creation of a new match.
     pub expected_revision: Option<u64>,
     /// The new match state when the operation changed it (an accepted change or creation).
-    pub state: Option<MatchState>,
+    pub state: Option<Arc<MatchState>>,
     pub receipt: Option<Receipt>,
     pub log: Option<LogEntry>,
     pub publications: Vec<Publication>,
@@ -183,5 +211,25 @@ impl Commit {
     /// The revision the match has once this commit is stored.
     pub fn revision_after(&self) -> Option<u64> {
         self.state.as_ref().map(|s| s.revision).or(self.expected_revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_publication_names_each_subscription_and_stays_valid() {
+        let m = Uuid::from_u128(5);
+        let encoded = format!(
+            r#"{{"protocolVersion":1,"type":"game.snapshot","matchId":"{m}","subscriptionId":"","fromRevision":0,"revision":1,"seat":"p0","view":{{"subscriptionId":""}},"context":{{}},"actions":[],"result":null,"events":[]}}"#
+        );
+        let p = Publication { match_id: m, revision: 1, recipient: Some("p0".into()), encoded: encoded.into() };
+        let text = p.for_subscription("s-1\"x");
+        let ServerMessage::Snapshot(s) = juegoland_protocol::decode_server(text.as_bytes()).unwrap() else {
+            panic!("a snapshot")
+        };
+        assert_eq!(s.subscription_id, "s-1\"x");
+        assert_eq!(s.view, serde_json::json!({"subscriptionId": ""}), "only the envelope's key is filled");
     }
 }

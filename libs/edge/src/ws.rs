@@ -57,7 +57,11 @@ struct Outbox(mpsc::Sender<Utf8Bytes>);
 
 impl Outbox {
     async fn send(&self, msg: &ServerMessage) -> bool {
-        self.0.send(Utf8Bytes::from(encode(msg))).await.is_ok()
+        self.send_encoded(encode(msg)).await
+    }
+
+    async fn send_encoded(&self, text: String) -> bool {
+        self.0.send(Utf8Bytes::from(text)).await.is_ok()
     }
 }
 
@@ -262,7 +266,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
                         None
                     } else if p.revision == revision + 1 {
                         revision = p.revision;
-                        if !out.send(&with_ids(p.snapshot.clone(), &subscription_id, None)).await {
+                        if !out.send_encoded(p.for_subscription(&subscription_id)).await {
                             return;
                         }
                         None

@@ -51,7 +51,7 @@ pub trait Store: Send + Sync + 'static {
 
 #[derive(Default)]
 struct Inner {
-    matches: BTreeMap<Uuid, MatchState>,
+    matches: BTreeMap<Uuid, std::sync::Arc<MatchState>>,
     receipts: BTreeMap<ReceiptKey, Receipt>,
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
     /// (match, revision) → publications and whether they were dispatched.
@@ -100,7 +100,7 @@ impl Store for MemoryStore {
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
-        Ok(self.inner.lock().await.matches.get(&match_id).cloned())
+        Ok(self.inner.lock().await.matches.get(&match_id).map(|s| MatchState::clone(s)))
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

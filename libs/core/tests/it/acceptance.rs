@@ -266,7 +266,7 @@ fn hidden_values_stay_with_their_author_in_publications() {
     let last: Vec<_> = h.publications.iter().filter(|p| p.revision == 1).collect();
     assert_eq!(last.len(), 2, "one publication per seat");
     for p in last {
-        let ServerMessage::Snapshot(s) = &p.snapshot else { panic!("a snapshot") };
+        let ServerMessage::Snapshot(s) = p.snapshot().unwrap() else { panic!("a snapshot") };
         assert_eq!(s.from_revision, Some(0));
         let ev = &s.events[0];
         if p.recipient.as_deref() == Some("p0") {
@@ -279,7 +279,7 @@ fn hidden_values_stay_with_their_author_in_publications() {
     }
     // Offers carry engine-computed preconditions; parametrized ones name the schema.
     let p1 = h.publications.iter().find(|p| p.revision == 1 && p.recipient.as_deref() == Some("p1")).unwrap();
-    let ServerMessage::Snapshot(s) = &p1.snapshot else { panic!() };
+    let ServerMessage::Snapshot(s) = p1.snapshot().unwrap() else { panic!() };
     let offers = serde_json::to_value(&s.actions).unwrap();
     assert_eq!(offers[0]["schema"], "urn:juegoland:game:prep:action:mark:1");
     assert_eq!(offers[0]["precondition"], json!({"kind":"actor","phaseEpoch":0,"actorRevision":0}));

@@ -1,0 +1,143 @@
+//! The whole in-process pipeline for Conecta 4, and its stages.
+//!
+//! `whole`: command bytes in → strict decode → receipt check and fingerprint (JCS + SHA-256)
+//! → precondition, actor, stage, payload schema → rules → position validation → snapshots
+//! with visible events and offers for both seats, each validated → outgoing bytes (the ack
+//! and both live snapshots). Store and bus are not in it (they are IO, measured by the
+//! load-test harness). Run: `cargo bench -p juegoland-core --bench pipeline`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use juegoland_core::{Decision, Engine, GameKey, LiveMatch, MatchState, Registry, SeatHolder};
+use juegoland_protocol::{ClientMessage, decode_client, encode_into, fingerprint};
+use juegoland_sdk::{Recipient, SplitMix64};
+use serde_json::json;
+use uuid::Uuid;
+
+struct Fixture {
+    engine: Engine,
+    /// The match state before each move, and that move's command bytes.
+    steps: Vec<(MatchState, Vec<u8>)>,
+}
+
+fn principal(seat: &str) -> &'static str {
+    if seat == "p0" { "alice" } else { "bob" }
+}
+
+/// A long game with no result: at each turn, the lowest column that does not end the game.
+fn fixture() -> Fixture {
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    let engine = Engine::new(Arc::new(registry));
+    let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
+    let seats = BTreeMap::from([
+        ("p0".to_string(), SeatHolder::Principal("alice".into())),
+        ("p1".to_string(), SeatHolder::Principal("bob".into())),
+    ]);
+    let mut entropy = SplitMix64(1);
+    let (_, mut live) = engine.create(Uuid::from_u128(7), &key, seats, &json!({}), 0, &mut entropy).unwrap();
+    let mut steps = Vec::new();
+    'moves: for n in 0..40u128 {
+        let state = live.state().clone();
+        let seat = state.position.flow.actors.keys().next().unwrap().clone();
+        for column in 0..7 {
+            let bytes = json!({
+                "protocolVersion": 1, "type": "game.command", "matchId": state.match_id,
+                "commandId": Uuid::from_u128(1000 + n * 10 + column), "precondition": {"kind":"match","revision": state.revision},
+                "action": {"type": "drop", "payload": {"column": column}}
+            })
+            .to_string()
+            .into_bytes();
+            let Ok(ClientMessage::Command(env)) = decode_client(&bytes) else { panic!("decode") };
+            let Decision::Commit(p) = engine.command(&live, principal(&seat), &env, None, 0, &mut entropy) else {
+                panic!("a commit")
+            };
+            let applied = p.commit.state.is_some();
+            let ends = p.commit.state.as_ref().is_some_and(|s| s.is_finished());
+            if applied && !ends {
+                live.advance(*p);
+                steps.push((state, bytes));
+                continue 'moves;
+            }
+        }
+        break;
+    }
+    assert!(steps.len() >= 20, "a long enough game: {}", steps.len());
+    Fixture { engine, steps }
+}
+
+/// One full command: decode, decide, advance, and encode every outgoing message.
+fn whole(engine: &Engine, live: &mut LiveMatch, bytes: &[u8], out: &mut Vec<u8>) -> usize {
+    let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!("decode") };
+    let seat = live.state().position.flow.actors.keys().next().unwrap().clone();
+    let mut entropy = SplitMix64(2);
+    let Decision::Commit(p) = engine.command(live, principal(&seat), &env, None, 0, &mut entropy) else {
+        panic!("a commit")
+    };
+    let commit = live.advance(*p);
+    out.clear();
+    encode_into(&commit.receipt.as_ref().unwrap().ack(false), out);
+    for publication in &commit.publications {
+        out.extend_from_slice(publication.for_subscription("s-0123456789").as_bytes());
+    }
+    out.len()
+}
+
+fn bench(c: &mut Criterion) {
+    let f = fixture();
+    let n = f.steps.len();
+    let mut g = c.benchmark_group("conecta4");
+    g.throughput(Throughput::Elements(1));
+
+    let mut k = 0;
+    let mut out = Vec::with_capacity(16 * 1024);
+    g.bench_function("whole", |b| {
+        b.iter_batched(
+            || {
+                k = (k + 1) % n;
+                (f.engine.load(f.steps[k].0.clone()).unwrap(), f.steps[k].1.clone())
+            },
+            |(mut live, bytes)| whole(&f.engine, &mut live, &bytes, &mut out),
+            BatchSize::SmallInput,
+        )
+    });
+
+    let bytes = f.steps[n / 2].1.clone();
+    g.bench_function("stage/decode", |b| b.iter(|| decode_client(&bytes).unwrap()));
+    let Ok(ClientMessage::Command(env)) = decode_client(&bytes) else { panic!() };
+    g.bench_function("stage/fingerprint", |b| b.iter(|| fingerprint(&env)));
+
+    let mid = f.engine.load(f.steps[n / 2].0.clone()).unwrap();
+    let seat = mid.state().position.flow.actors.keys().next().unwrap().clone();
+    g.bench_function("stage/decide", |b| {
+        let mut entropy = SplitMix64(3);
+        b.iter(|| f.engine.command(&mid, principal(&seat), &env, None, 0, &mut entropy))
+    });
+    g.bench_function("stage/rules-apply", |b| {
+        let game = &mid.game().game;
+        let action = game.decode_action("drop", &env.action.payload).unwrap();
+        let mut entropy = SplitMix64(4);
+        b.iter(|| {
+            let mut services = juegoland_sdk::Services::new(0, juegoland_sdk::Randomness::live(&mut entropy));
+            game.apply(mid.loaded(), &seat, &action, &mut services).unwrap()
+        })
+    });
+    g.bench_function("stage/snapshot-one-seat", |b| b.iter(|| mid.snapshot(Recipient::Seat("p1"), &f.engine).unwrap()));
+    let snap = mid.snapshot(Recipient::Seat("p1"), &f.engine).unwrap();
+    g.bench_function("stage/encode-one-snapshot", |b| {
+        b.iter(|| {
+            out.clear();
+            encode_into(&snap, &mut out);
+            out.len()
+        })
+    });
+    g.bench_function("stage/load-match", |b| {
+        b.iter_batched(|| f.steps[n / 2].0.clone(), |s| f.engine.load(s).unwrap(), BatchSize::SmallInput)
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
