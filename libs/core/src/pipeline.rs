@@ -133,7 +133,7 @@ impl LiveMatch {
         recipient: Recipient<'_>,
         engine: &Engine,
     ) -> Result<juegoland_protocol::ServerMessage, Fault> {
-        let snapshot = build_snapshot(&self.game, &self.state, &self.loaded, None, recipient)?;
+        let snapshot = build_snapshot(&self.game, &self.state, &self.loaded, None, recipient, None)?;
         crate::project::check_size(&self.game, crate::project::json_size(&snapshot), &engine.limits)?;
         Ok(snapshot)
     }
@@ -457,7 +457,7 @@ impl Engine {
         }
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
-        let publications = publications(game, before, &live.loaded, &state, &t, &self.limits)?;
+        let publications = publications(game, &live.loaded, &state, &t, &self.limits)?;
         let receipt = receipt(&state);
         Ok(Pending {
             commit: Commit {

@@ -324,3 +324,53 @@ async fn catalog_and_create_validation() {
     assert!(metrics.as_str().unwrap().contains("juegoland_gateway_connections"));
     assert_eq!(server.http("GET", "/healthz", None).await.0, 200);
 }
+
+/// Acceptance row "change during sync": whatever the interleaving of syncs and commits, each
+/// subscription shows the state it read, then every later revision exactly once, in order —
+/// no lost window between the read and the subscription.
+#[tokio::test]
+async fn change_during_sync_loses_no_revision() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+    let mut watcher = server.connect("alice").await;
+    let mut requests = Vec::new();
+    for (i, column) in WINNING.iter().enumerate() {
+        let player = if i % 2 == 0 { &mut alice } else { &mut bob };
+        player.drop_disc(&m, &uuid(), i as u64, *column).await;
+        // A new sync races with the command just sent.
+        let request_id = format!("w-{i}");
+        watcher
+            .send(&json!({"protocolVersion":1,"type":"game.sync","requestId":request_id,"matchId":m,
+                "accept":serde_json::from_str::<Value>(crate::client::ACCEPT).unwrap()}))
+            .await;
+        requests.push(request_id);
+        let (ack, _) = player.recv_type("game.ack").await;
+        assert_eq!(ack["status"], "applied");
+    }
+    // Every subscription must reach the final revision 7 with no gap.
+    let mut last: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < requests.len() || last.values().any(|r| *r < 7) {
+        let v = watcher.recv().await;
+        assert_eq!(v["type"], "game.snapshot", "{v}");
+        let sub = v["subscriptionId"].as_str().unwrap().to_owned();
+        let revision = v["revision"].as_u64().unwrap();
+        match v.get("requestId").and_then(Value::as_str) {
+            Some(request) => {
+                assert!(answered.insert(request.to_owned()), "one answer per request");
+                assert!(last.insert(sub, revision).is_none(), "the sync answer opens the subscription");
+                assert_eq!(v["events"], json!([]));
+            }
+            None => {
+                let previous = last.get_mut(&sub).expect("live snapshots follow their sync answer");
+                assert_eq!(v["fromRevision"].as_u64(), Some(*previous), "contiguous: {v}");
+                assert_eq!(revision, *previous + 1);
+                *previous = revision;
+            }
+        }
+    }
+    assert_eq!(last.len(), requests.len());
+    watcher.expect_silence(200).await;
+}
