@@ -6,6 +6,9 @@
 //! and both live snapshots). Store and bus are not in it (they are IO, measured by the
 //! load-test harness). Run: `cargo bench -p juegoland-core --bench pipeline`.
 
+// A benchmark is the shell: it reads the clock to time the steady-state loop.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,6 +18,10 @@ use juegoland_protocol::{ClientMessage, decode_client, encode_into, fingerprint}
 use juegoland_sdk::{Recipient, SplitMix64};
 use serde_json::json;
 use uuid::Uuid;
+
+// The same allocator as the `juegoland` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 struct Fixture {
     engine: Engine,

@@ -2,6 +2,11 @@
 
 use clap::Parser;
 
+// mimalloc: the engine's hot path allocates many small JSON nodes, and the measured pipeline
+// is about 30% faster with it than with the system allocator (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = juegoland::Cli::parse();
