@@ -284,3 +284,73 @@ fn hidden_values_stay_with_their_author_in_publications() {
     assert_eq!(offers[0]["schema"], "urn:juegoland:game:prep:action:mark:1");
     assert_eq!(offers[0]["precondition"], json!({"kind":"actor","phaseEpoch":0,"actorRevision":0}));
 }
+
+#[test]
+fn deadlines_fire_once_per_current_generation() {
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({"target": 1000}), 10);
+    ready_both(&mut h);
+    let g1 = h.state().deadlines["turn"].generation;
+    assert_eq!(h.state().deadlines["turn"].due_ms, h.now_ms + crate::fixture::TURN_MS);
+    // A roll passes the turn and replaces the clock: a new generation.
+    let roll = h.envelope(Uuid::from_u128(77), Precondition::Match { revision: h.state().revision }, "roll", json!({}));
+    h.run("ann", &roll);
+    let g2 = h.state().deadlines["turn"].generation;
+    assert!(g2 > g1);
+    // The replaced generation no longer fires, and changes nothing.
+    let before = h.state().clone();
+    assert_eq!(
+        h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g1 }),
+        Err(LifecycleError::StaleDeadline)
+    );
+    assert_eq!(h.state(), &before);
+    // The current one fires: consumed and the transition committed together.
+    assert_eq!(h.state().position.flow.actors.keys().collect::<Vec<_>>(), ["p1"]);
+    h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g2 }).unwrap();
+    assert_eq!(h.state().revision, before.revision + 1);
+    assert_eq!(h.state().position.flow.actors.keys().collect::<Vec<_>>(), ["p0"], "ben's turn was skipped");
+    let g3 = h.state().deadlines["turn"].generation;
+    assert!(g3 > g2, "the skip scheduled a fresh clock");
+    // Firing the consumed generation again is stale: exactly one firing.
+    assert_eq!(
+        h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g2 }),
+        Err(LifecycleError::StaleDeadline)
+    );
+    assert!(matches!(
+        h.log.last().unwrap().op,
+        juegoland_core::LoggedOp::Lifecycle { generation: Some(g), .. } if g == g2
+    ));
+    // Giving up cancels the clock; the whole match replays, deadline firing included.
+    let give_up =
+        h.envelope(Uuid::from_u128(78), Precondition::Match { revision: h.state().revision }, "giveUp", json!({}));
+    h.run("ann", &give_up);
+    assert!(h.state().deadlines.is_empty());
+    h.replay().expect("replays with the deadline firing");
+}
+
+#[test]
+fn several_versions_of_one_game_live_side_by_side() {
+    use juegoland_core::{Engine, GameKey, Registry, RegistryError};
+    let mut r = Registry::new();
+    r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    r.register(juegoland_sdk::erase(crate::fixture::Versioned(juegoland_conecta4::Conecta4, "1.1.0"))).unwrap();
+    assert!(matches!(
+        r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)),
+        Err(RegistryError::Duplicate { .. })
+    ));
+    assert_eq!(r.latest("conecta4").unwrap().key().rules_version, "1.1.0", "new matches pin the newest");
+    let engine = Engine::new(std::sync::Arc::new(r));
+    let old = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
+    let seats = [("p0", "alice"), ("p1", "bob")]
+        .iter()
+        .map(|(s, p)| (s.to_string(), juegoland_core::SeatHolder::Principal(p.to_string())))
+        .collect();
+    let (_, live) = engine.create(Uuid::from_u128(3), &old, seats, &json!({}), 0, &mut SplitMix64(1)).unwrap();
+    // A match pinned to 1.0.0 keeps loading with 1.0.0.
+    let state = live.state().clone();
+    assert_eq!(engine.load(state.clone()).unwrap().game().key(), old);
+    // A match pinned to a module this process does not have fails to load, explicitly.
+    let mut unknown = state;
+    unknown.game.rules_version = "0.1.0".into();
+    let err = engine.load(unknown).err().expect("an unknown pinned module");
+    assert!(err.0.contains("not loaded"), "{err}");
+}

@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use juegoland_sdk::{
-    ActionSpec, ConflictPolicy, Corrupt, Descriptor, Flow, Game, Lifecycle, MatchResult, Offer, Outcome, Participation,
-    PhaseSpec, Pos, Projection, Recipient, RuleError, Seat, Services, Setup, StageSpec, Trans, Transition,
+    ActionSpec, ConflictPolicy, Corrupt, DeadlineOp, Descriptor, Flow, Game, Lifecycle, MatchResult, Offer, Outcome,
+    Participation, PhaseSpec, Pos, Projection, Recipient, RuleError, Seat, Services, Setup, StageSpec, Trans,
+    Transition,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,18 @@ pub struct View {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct Context {
     pub seat: Option<Seat>,
+}
+
+/// How long a seat has to act in `play` before its turn is skipped.
+pub const TURN_MS: i64 = 30_000;
+
+/// (Re)schedules the turn clock: a new generation replaces the previous one.
+fn turn_clock(services: &Services<'_>, seat: &str) -> DeadlineOp {
+    DeadlineOp::Schedule {
+        id: "turn".into(),
+        due_ms: services.now_ms() + TURN_MS,
+        payload: serde_json::json!({ "seat": seat }),
+    }
 }
 
 fn active(p: &Pos<Prep>) -> Vec<Seat> {
@@ -176,6 +189,7 @@ impl Game for Prep {
         let mut flow = p.flow.clone();
         let mut events = vec![];
         let mut result = None;
+        let mut deadlines = vec![];
         match action {
             Action::Mark(m) => {
                 data.marks.get_mut(actor).ok_or_else(|| RuleError::illegal("seat"))?.push(m.value);
@@ -188,6 +202,7 @@ impl Game for Prep {
                 data.ready.insert(actor.into());
                 if active(p).iter().all(|s| data.ready.contains(s)) {
                     let first = active(p).into_iter().next().expect("an active seat");
+                    deadlines.push(turn_clock(services, &first));
                     flow = Flow::single("play", 1, 1, &first, "act");
                 } else {
                     flow.actors.insert(actor.into(), "waiting".into());
@@ -200,16 +215,20 @@ impl Game for Prep {
                 if data.rolls.iter().sum::<i64>() >= p.config.target {
                     result = Some(everyone(p, Outcome::Win, "target"));
                     flow = flow.terminal();
+                    deadlines.push(DeadlineOp::Cancel { id: "turn".into() });
                 } else {
-                    flow = Flow::single("play", flow.round, flow.turn + 1, &next(p, actor), "act");
+                    let seat = next(p, actor);
+                    deadlines.push(turn_clock(services, &seat));
+                    flow = Flow::single("play", flow.round, flow.turn + 1, &seat, "act");
                 }
             }
             Action::GiveUp(_) => {
                 result = Some(everyone(p, Outcome::Loss, "gave-up"));
                 flow = flow.terminal();
+                deadlines.push(DeadlineOp::Cancel { id: "turn".into() });
             }
         }
-        Ok(Transition { data, flow, result, events, deadlines: vec![] })
+        Ok(Transition { data, flow, result, events, deadlines })
     }
 
     fn available_actions(&self, p: &Pos<Self>, recipient: Recipient<'_>) -> Vec<Offer<Action>> {
@@ -248,8 +267,28 @@ impl Game for Prep {
         }
     }
 
-    fn on_lifecycle(&self, p: &Pos<Self>, event: &Lifecycle, _: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
-        let Lifecycle::Withdrawal { seat } = event else { return Err(RuleError::illegal("no-deadlines")) };
+    fn on_lifecycle(
+        &self,
+        p: &Pos<Self>,
+        event: &Lifecycle,
+        services: &mut Services<'_>,
+    ) -> Result<Trans<Self>, RuleError> {
+        let seat = match event {
+            Lifecycle::Withdrawal { seat } => seat,
+            Lifecycle::DeadlineExpired { id, .. } if id == "turn" && p.flow.phase == "play" => {
+                // The turn clock ran out: the turn passes, with a fresh clock.
+                let current = p.flow.actors.keys().next().ok_or_else(|| RuleError::illegal("no-turn"))?;
+                let seat = next(p, current);
+                return Ok(Transition {
+                    data: p.data.clone(),
+                    flow: Flow::single("play", p.flow.round, p.flow.turn + 1, &seat, "act"),
+                    result: None,
+                    events: vec![],
+                    deadlines: vec![turn_clock(services, &seat)],
+                });
+            }
+            Lifecycle::DeadlineExpired { .. } => return Err(RuleError::illegal("unknown-deadline")),
+        };
         let data = p.data.clone();
         if p.flow.phase == "prepare" {
             // Withdrawal in setup cancels: nobody wins.
@@ -272,12 +311,13 @@ impl Game for Prep {
             });
         }
         // The team plays on without the leaver; no one is declared winner for staying.
-        let flow = if p.flow.actors.contains_key(seat) {
-            Flow::single("play", p.flow.round, p.flow.turn + 1, &next(p, seat), "act")
+        let (flow, deadlines) = if p.flow.actors.contains_key(seat) {
+            let seat = next(p, seat);
+            (Flow::single("play", p.flow.round, p.flow.turn + 1, &seat, "act"), vec![turn_clock(services, &seat)])
         } else {
-            p.flow.clone()
+            (p.flow.clone(), vec![])
         };
-        Ok(Transition { data, flow, result: None, events: vec![], deadlines: vec![] })
+        Ok(Transition { data, flow, result: None, events: vec![], deadlines })
     }
 }
 
@@ -288,4 +328,43 @@ fn next(p: &Pos<Prep>, after: &str) -> Seat {
 
 fn everyone(p: &Pos<Prep>, outcome: Outcome, reason: &str) -> MatchResult {
     MatchResult::completed(reason, p.participants.keys().map(|s| (s.as_str(), outcome)))
+}
+
+/// Another rules version of any game: the same rules under another `rulesVersion`, to prove
+/// several versions live side by side in one registry.
+pub struct Versioned<G>(pub G, pub &'static str);
+
+impl<G: Game> Game for Versioned<G> {
+    type Config = G::Config;
+    type Data = G::Data;
+    type Action = G::Action;
+    type Event = G::Event;
+    type View = G::View;
+    type Context = G::Context;
+    type VisibleEvent = G::VisibleEvent;
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor { rules_version: self.1.into(), ..self.0.descriptor() }
+    }
+    fn setup(&self, input: &Setup<G::Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.0.setup(input, services)
+    }
+    fn validate_position(&self, p: &Pos<Self>) -> Result<(), Corrupt> {
+        self.0.validate_position(p)
+    }
+    fn apply(&self, p: &Pos<Self>, a: &str, x: &G::Action, s: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.0.apply(p, a, x, s)
+    }
+    fn available_actions(&self, p: &Pos<Self>, r: Recipient<'_>) -> Vec<Offer<G::Action>> {
+        self.0.available_actions(p, r)
+    }
+    fn project(&self, p: &Pos<Self>, r: Recipient<'_>) -> Projection<G::View, G::Context> {
+        self.0.project(p, r)
+    }
+    fn project_event(&self, b: &Pos<Self>, a: &Pos<Self>, e: &G::Event, r: Recipient<'_>) -> Vec<G::VisibleEvent> {
+        self.0.project_event(b, a, e, r)
+    }
+    fn on_lifecycle(&self, p: &Pos<Self>, e: &Lifecycle, s: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.0.on_lifecycle(p, e, s)
+    }
 }

@@ -165,6 +165,17 @@ impl Client {
         }
     }
 
+    /// The next message if one arrives within `ms` (backlog first).
+    pub async fn try_recv(&mut self, ms: u64) -> Option<Value> {
+        if let Some(v) = self.backlog.pop_front() {
+            return Some(v);
+        }
+        match tokio::time::timeout(Duration::from_millis(ms), self.ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) => Some(serde_json::from_str(t.as_str()).expect("server sends JSON")),
+            _ => None,
+        }
+    }
+
     /// Nothing arrives within `ms`.
     pub async fn expect_silence(&mut self, ms: u64) {
         if let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout(Duration::from_millis(ms), self.ws.next()).await {

@@ -374,3 +374,22 @@ async fn change_during_sync_loses_no_revision() {
     assert_eq!(last.len(), requests.len());
     watcher.expect_silence(200).await;
 }
+
+#[tokio::test]
+async fn cursors_report_the_committed_revision_per_subscription() {
+    let server = Server::start(&["--cursor-interval", "1"]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let snap = alice.sync(&m, "a").await;
+    let sub = snap["subscriptionId"].as_str().unwrap().to_owned();
+    alice.drop_disc(&m, &uuid(), 0, 3).await;
+    alice.recv_revision(1).await;
+    let (cursor, _) = alice.recv_type("game.cursor").await;
+    assert_eq!(cursor, json!({"protocolVersion":1,"type":"game.cursor","matchId":m,"subscriptionId":sub,"revision":1}));
+    // Unsubscribing stops the cursors of that subscription.
+    alice.send(&json!({"protocolVersion":1,"type":"game.unsubscribe","matchId":m,"subscriptionId":sub})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    while let Some(v) = alice.try_recv(1500).await {
+        assert_ne!(v["type"], "game.cursor", "no cursor after unsubscribe: {v}");
+    }
+}
