@@ -201,14 +201,14 @@ impl Host {
         config: &Value,
     ) -> Result<Uuid, HostError> {
         let match_id = random_uuid();
-        let (pending, _live) = self
+        let (pending, live) = self
             .shared
             .engine
             .create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new())
             .map_err(HostError::Create)?;
         self.shared.store.commit(&pending.commit).await?;
         info!(match_id = %match_id, game = %game.id, "match created");
-        self.actor(match_id).await?;
+        self.activate(match_id, Some(live)).await?;
         Ok(match_id)
     }
 
@@ -291,12 +291,23 @@ impl Host {
 
     /// The actor of `match_id`, activating it from the store on first use.
     async fn actor(&self, match_id: Uuid) -> Result<ActorRef<MatchMsg>, HostError> {
+        self.activate(match_id, None).await
+    }
+
+    /// The actor of `match_id`; a new one starts from `initial` (a match just created) or
+    /// else from the store.
+    async fn activate(&self, match_id: Uuid, initial: Option<LiveMatch>) -> Result<ActorRef<MatchMsg>, HostError> {
         let slot = self.shared.slots.lock().entry(match_id).or_default().clone();
         let shared = self.shared.clone();
         let result = slot
             .get_or_try_init(|| async move {
-                let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
-                let live = shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?;
+                let live = match initial {
+                    Some(live) => live,
+                    None => {
+                        let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
+                        shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?
+                    }
+                };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
                 let (actor, _) = Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
                     .await
