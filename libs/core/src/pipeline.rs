@@ -140,6 +140,7 @@ impl LiveMatch {
 }
 
 /// The engine: a registry of rules modules and limits. Pure: no IO, no clock, no OS entropy.
+#[derive(Clone)]
 pub struct Engine {
     pub registry: Arc<Registry>,
     pub limits: Limits,

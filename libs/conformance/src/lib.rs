@@ -1,0 +1,17 @@
+//! Conformance checks for games, run through the real engine pipeline (the same code that
+//! serves matches), for use in every game's tests.
+//!
+//! Owns: random playouts that collect everything each recipient receives (snapshots with
+//! views, contexts, offers, visible events and results; receipts; errors) and check it with a
+//! game's [`PrivacyOracle`]: forbidden patterns derived from hidden state, and
+//! non-interference (a position that differs only in what a recipient may not know must give
+//! that recipient identical outputs); and the confluence check that `actor` actions of
+//! different players commute.
+//! Must not use: IO, clocks, OS randomness (playouts are seeded), or any game by name.
+
+mod confluence;
+mod playout;
+mod privacy;
+
+pub use confluence::{ConfluenceReport, check_confluence};
+pub use privacy::{Leak, Pattern, PlayoutConfig, PrivacyOracle, PrivacyReport, check_privacy};
