@@ -146,6 +146,21 @@ pub struct Engine {
     pub limits: Limits,
 }
 
+/// Runs one rules operation with fresh services: the captured instant and live randomness.
+/// Returns the transition and the operation's randomness trace; a panic or a randomness
+/// error is a fault.
+fn run_rules(
+    what: &str,
+    now_ms: i64,
+    entropy: &mut dyn EntropySource,
+    f: impl FnOnce(&mut Services<'_>) -> Result<ErasedTransition, RuleError>,
+) -> Result<(ErasedTransition, Trace), RuleError> {
+    let mut services = Services::new(now_ms, Randomness::live(entropy));
+    let t = guarded(what, || f(&mut services))?;
+    let trace = services.finish()?;
+    Ok((t, trace))
+}
+
 /// Runs rules code, turning a panic into a fault (a panic commits nothing).
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, RuleError>) -> Result<T, RuleError> {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -216,14 +231,12 @@ impl Engine {
         let participants: BTreeMap<Seat, Participant> =
             seats.keys().map(|s| (s.clone(), Participant::active())).collect();
 
-        let mut services = Services::new(now_ms, Randomness::live(entropy));
-        let t = guarded("setup", || loaded_game.game.setup(&config, &participants, &mut services));
-        let t = match t {
-            Ok(t) => t,
-            Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
-            Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
-        };
-        let trace = services.finish().map_err(|e| CreateError::Fault(Fault(e.to_string())))?;
+        let (t, trace) =
+            match run_rules("setup", now_ms, entropy, |s| loaded_game.game.setup(&config, &participants, s)) {
+                Ok(r) => r,
+                Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
+                Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
+            };
         let empty_flow = Flow::default();
         check_transition(&loaded_game, &empty_flow, None, &t, &self.limits).map_err(CreateError::Fault)?;
         let position =
@@ -321,16 +334,11 @@ impl Engine {
             return reject(RejectionCode::InvalidPayload);
         };
 
-        let mut services = Services::new(now_ms, Randomness::live(entropy));
-        let t = guarded("apply", || game.game.apply(&live.loaded, seat, &action, &mut services));
-        let t = match t {
-            Ok(t) => t,
+        let (t, trace) = match run_rules("apply", now_ms, entropy, |s| game.game.apply(&live.loaded, seat, &action, s))
+        {
+            Ok(r) => r,
             Err(RuleError::Illegal { .. }) => return reject(RejectionCode::IllegalAction),
             Err(RuleError::Fault { message }) => return Decision::Fault(Fault(message)),
-        };
-        let trace = match services.finish() {
-            Ok(t) => t,
-            Err(e) => return Decision::Fault(Fault(e.to_string())),
         };
         let op = LoggedOp::Command {
             principal: principal.to_owned(),
@@ -369,32 +377,30 @@ impl Engine {
             return Err(LifecycleError::Finished);
         }
         let game = &live.game;
+        // A withdrawal is applied by the engine before the rules see it.
+        let withdrawn;
         let (event, generation, position) = match request {
             LifecycleRequest::Withdraw { seat } => {
                 let p = state.position.participants.get(seat).ok_or(LifecycleError::UnknownSeat)?;
                 if !p.is_active() {
                     return Err(LifecycleError::AlreadyWithdrawn);
                 }
-                (Lifecycle::Withdrawal { seat: seat.clone() }, None, game.game.with_withdrawn(&live.loaded, seat))
+                withdrawn = game.game.with_withdrawn(&live.loaded, seat);
+                (Lifecycle::Withdrawal { seat: seat.clone() }, None, &withdrawn)
             }
             LifecycleRequest::FireDeadline { id, generation } => {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
-                let position = game
-                    .game
-                    .decode_position(&state.position)
-                    .map_err(|e| LifecycleError::Fault(Fault(e.to_string())))?;
-                (Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() }, Some(*generation), position)
+                let event = Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() };
+                (event, Some(*generation), &live.loaded)
             }
         };
-        let mut services = Services::new(now_ms, Randomness::live(entropy));
-        let t = guarded("on_lifecycle", || game.game.on_lifecycle(&position, &event, &mut services));
-        let t = match t {
-            Ok(t) => t,
-            Err(RuleError::Illegal { reason }) => return Err(LifecycleError::Illegal(reason)),
-            Err(RuleError::Fault { message }) => return Err(LifecycleError::Fault(Fault(message))),
-        };
-        let trace = services.finish().map_err(|e| LifecycleError::Fault(Fault(e.to_string())))?;
+        let (t, trace) =
+            match run_rules("on_lifecycle", now_ms, entropy, |s| game.game.on_lifecycle(position, &event, s)) {
+                Ok(r) => r,
+                Err(RuleError::Illegal { reason }) => return Err(LifecycleError::Illegal(reason)),
+                Err(RuleError::Fault { message }) => return Err(LifecycleError::Fault(Fault(message))),
+            };
         let consumed = match request {
             LifecycleRequest::FireDeadline { id, .. } => Some(id.clone()),
             LifecycleRequest::Withdraw { .. } => None,
