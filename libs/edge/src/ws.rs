@@ -31,11 +31,45 @@ pub struct GatewayConfig {
     pub cursor_interval: Duration,
     /// Outgoing messages queued per connection before the connection is considered dead.
     pub outgoing_queue: usize,
+    /// Client messages per second each connection may send on average; above it they are
+    /// answered with `RATE_LIMITED` (retry the same command) and not processed.
+    pub messages_per_second: u32,
+    /// How many messages a connection may send in a burst above the average.
+    pub burst: u32,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { cursor_interval: Duration::from_secs(15), outgoing_queue: 1024 }
+        Self { cursor_interval: Duration::from_secs(15), outgoing_queue: 1024, messages_per_second: 50, burst: 100 }
+    }
+}
+
+/// A token bucket: `rate` tokens a second up to `burst`. Hand-rolled (a dozen lines) rather
+/// than a crate because it is per connection, single-threaded and needs nothing else.
+struct RateLimit {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: tokio::time::Instant,
+}
+
+impl RateLimit {
+    fn new(rate: u32, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        Self { rate: f64::from(rate), burst, tokens: burst, last: tokio::time::Instant::now() }
+    }
+
+    /// Takes one token; false when the connection is over its rate.
+    fn allow(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.burst);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -81,9 +115,15 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
     gateway.metrics.connections.inc();
     let mut subscriptions: HashMap<String, Subscription> = HashMap::new();
     let pending: Arc<pending::PendingSet> = Arc::default();
+    let mut limit = RateLimit::new(gateway.config.messages_per_second, gateway.config.burst);
 
     while let Some(frame) = stream.next().await {
         let Ok(frame) = frame else { break };
+        if matches!(frame, Message::Text(_) | Message::Binary(_)) && !limit.allow() {
+            gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
+            out.send(&ErrorMessage::new(ErrorCode::RateLimited).into()).await;
+            continue;
+        }
         let bytes = match &frame {
             Message::Text(t) => t.as_bytes(),
             Message::Binary(_) => {

@@ -52,6 +52,12 @@ pub struct DevConfig {
     /// Seconds between cursors per subscription.
     #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
     pub cursor_interval: u64,
+    /// Client messages per second per connection, on average.
+    #[arg(long, env = "JUEGOLAND_RATE_LIMIT", default_value_t = 50)]
+    pub rate_limit: u32,
+    /// Client messages a connection may send in a burst.
+    #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
+    pub rate_burst: u32,
 }
 
 /// Logs as structured lines; `RUST_LOG` filters (default `info`).
@@ -94,7 +100,12 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let options = EdgeOptions {
         dev: true,
         platform_token: config.platform_token.clone(),
-        gateway: GatewayConfig { cursor_interval: Duration::from_secs(config.cursor_interval), ..Default::default() },
+        gateway: GatewayConfig {
+            cursor_interval: Duration::from_secs(config.cursor_interval),
+            messages_per_second: config.rate_limit,
+            burst: config.rate_burst,
+            ..Default::default()
+        },
     };
     let edge = EdgeState::new(host, Tokens::new(&secret, config.token_ttl).context("token keys")?, prometheus, options)
         .context("register edge metrics")?;

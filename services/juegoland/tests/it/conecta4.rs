@@ -393,3 +393,26 @@ async fn cursors_report_the_committed_revision_per_subscription() {
         assert_ne!(v["type"], "game.cursor", "no cursor after unsubscribe: {v}");
     }
 }
+
+#[tokio::test]
+async fn a_flooding_connection_is_rate_limited_and_keeps_working() {
+    let server = Server::start(&["--rate-limit", "5", "--rate-burst", "5"]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    for _ in 0..20 {
+        alice.send(&json!({"protocolVersion":1,"type":"game.command-status","matchId":m,"commandId":uuid()})).await;
+    }
+    let mut limited = 0;
+    for _ in 0..20 {
+        let v = alice.recv().await;
+        if v["code"] == "RATE_LIMITED" {
+            assert_eq!(v["recovery"], "retry-same-command");
+            limited += 1;
+        }
+    }
+    assert!(limited >= 10, "{limited} of 20 limited");
+    // After a pause the connection works again.
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let snap = alice.sync(&m, "after").await;
+    assert_eq!(snap["type"], "game.snapshot");
+}
