@@ -1,8 +1,8 @@
 //! The all-in-one composition: every role in one process, with an in-memory store and an
 //! in-process bus behind the same traits and code paths the cluster uses.
 //!
-//! Owns: the command line, the registry of compiled-in games, and wiring (engine → host →
-//! edge). Must not use: another service crate.
+//! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
+//! edge) and `replay`. Must not use: another service crate.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,6 +17,8 @@ use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
 use juegoland_store::MemoryStore;
 use tokio::net::TcpListener;
 use tracing::info;
+
+pub mod replay;
 
 #[derive(Parser, Debug)]
 #[command(name = "juegoland", version, about = "The Juegoland game engine")]
@@ -71,6 +73,8 @@ pub fn init_tracing() {
 pub fn registry() -> anyhow::Result<Registry> {
     let mut r = Registry::new();
     r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).context("register conecta4")?;
+    r.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).context("register hundido")?;
+    r.register(juegoland_sdk::erase(juegoland_solitario::Solitario)).context("register solitario")?;
     Ok(r)
 }
 

@@ -2,3 +2,4 @@
 
 mod client;
 mod conecta4;
+mod hundido;

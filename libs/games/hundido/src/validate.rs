@@ -1,0 +1,226 @@
+//! `validate_position`: the global invariants of a Hundido position. A failure means
+//! corruption (a bug or tampered storage), never a user error.
+
+use juegoland_sdk::{MatchResult, Outcome, ParticipantStatus, Pos};
+
+use crate::model::{Cell, ShotOutcome, Side};
+use crate::{
+    Hundido, PHASE_BATTLE, PHASE_PLACEMENT, REASON_FLEET_DESTROYED, REASON_WITHDRAWAL, REASON_WITHDRAWAL_IN_PLACEMENT,
+    STAGE_FIRE, fleet, placement_flow,
+};
+use juegoland_sdk::Corrupt;
+
+fn corrupt(message: impl Into<String>) -> Corrupt {
+    Corrupt(message.into())
+}
+
+/// What replaying the shots in order says.
+struct Battle {
+    /// Who fires next (meaningless once a fleet is destroyed).
+    shooter: Side,
+    /// How many times the turn passed.
+    round: u32,
+    /// The seat that sank its rival's last ship, if any.
+    winner: Option<Side>,
+}
+
+pub(crate) fn position(p: &Pos<Hundido>) -> Result<(), Corrupt> {
+    let config = &p.config;
+    config.check().map_err(|e| corrupt(format!("config: {e}")))?;
+    let seats: Vec<&str> = p.participants.keys().map(String::as_str).collect();
+    if seats != ["p0", "p1"] {
+        return Err(corrupt(format!("participants must be exactly p0 and p1, found {seats:?}")));
+    }
+    let data = &p.data;
+    if data.players.len() != 2 {
+        return Err(corrupt(format!("data.players has {} entries, not 2", data.players.len())));
+    }
+    for side in Side::BOTH {
+        let player = &data.players[side.index()];
+        fleet::check_fleet(config, &player.fleet).map_err(|e| corrupt(format!("{} fleet: {e}", side.seat())))?;
+        if player.ready && !fleet::is_complete(config, &player.fleet) {
+            return Err(corrupt(format!("{} is ready with an incomplete fleet", side.seat())));
+        }
+    }
+    let battle = shots(p)?;
+    let withdrawn = |s: Side| p.participants[s.seat()].status == ParticipantStatus::Withdrawn;
+    let flow = &p.flow;
+
+    match flow.phase.as_str() {
+        PHASE_PLACEMENT => {
+            if !data.shots.is_empty() {
+                return Err(corrupt("shots were fired during placement"));
+            }
+            if flow.round != 0 || flow.turn != 0 {
+                return Err(corrupt("placement keeps round and turn at 0"));
+            }
+            if data.players.iter().all(|x| x.ready) {
+                return Err(corrupt("both seats are ready but the battle has not started"));
+            }
+            match &p.result {
+                None => {
+                    if let Some(s) = Side::BOTH.into_iter().find(|s| withdrawn(*s)) {
+                        return Err(corrupt(format!("{} withdrew but the match is active", s.seat())));
+                    }
+                    if flow.actors != placement_flow(data).actors {
+                        return Err(corrupt("in placement every seat is an actor: arrange until ready, waiting after"));
+                    }
+                }
+                Some(result) => {
+                    if !flow.actors.is_empty() {
+                        return Err(corrupt("a finished match has no actors"));
+                    }
+                    match result {
+                        MatchResult::Completed { .. } => {
+                            return Err(corrupt("a match cannot be completed during placement"));
+                        }
+                        MatchResult::Cancelled { reason_code } if reason_code == REASON_WITHDRAWAL_IN_PLACEMENT => {
+                            if !Side::BOTH.into_iter().any(withdrawn) {
+                                return Err(corrupt("cancelled for a withdrawal, but nobody withdrew"));
+                            }
+                        }
+                        // The engine or an administrator may cancel; then no one wins.
+                        MatchResult::Cancelled { .. } => {}
+                    }
+                }
+            }
+        }
+        PHASE_BATTLE => {
+            for side in Side::BOTH {
+                if !data.players[side.index()].ready {
+                    return Err(corrupt(format!("the battle started but {} is not ready", side.seat())));
+                }
+            }
+            if flow.turn as usize != data.shots.len() || flow.round != battle.round {
+                return Err(corrupt(format!(
+                    "turn {} and round {} must be the shots fired ({}) and the turn changes ({})",
+                    flow.turn,
+                    flow.round,
+                    data.shots.len(),
+                    battle.round
+                )));
+            }
+            match &p.result {
+                None => {
+                    if let Some(s) = Side::BOTH.into_iter().find(|s| withdrawn(*s)) {
+                        return Err(corrupt(format!("{} withdrew but the match is active", s.seat())));
+                    }
+                    if let Some(w) = battle.winner {
+                        return Err(corrupt(format!(
+                            "{} destroyed its rival's fleet but the match is active",
+                            w.seat()
+                        )));
+                    }
+                    let next = battle.shooter.seat();
+                    if flow.actors.len() != 1 || flow.stage_of(next) != Some(STAGE_FIRE) {
+                        return Err(corrupt(format!("an active battle has exactly one actor, {next} in stage fire")));
+                    }
+                }
+                Some(result) => {
+                    if !flow.actors.is_empty() {
+                        return Err(corrupt("a finished match has no actors"));
+                    }
+                    finished(p, result, battle.winner)?;
+                }
+            }
+        }
+        other => return Err(corrupt(format!("unknown phase {other:?}"))),
+    }
+    Ok(())
+}
+
+/// Replays the shots: each on the board, fired once per seat, by the seat whose turn it was,
+/// with the outcome (and sunk ship) the fleets imply, and none after a fleet was destroyed.
+fn shots(p: &Pos<Hundido>) -> Result<Battle, Corrupt> {
+    let (config, data) = (&p.config, &p.data);
+    let mut battle = Battle { shooter: Side::P0, round: 0, winner: None };
+    for (i, shot) in data.shots.iter().enumerate() {
+        let at = format!("shot {i} ({}, {})", shot.row, shot.column);
+        if battle.winner.is_some() {
+            return Err(corrupt(format!("{at} was fired after a fleet was destroyed")));
+        }
+        if shot.seat != battle.shooter {
+            return Err(corrupt(format!(
+                "{at} is by {} but it was {}'s turn",
+                shot.seat.seat(),
+                battle.shooter.seat()
+            )));
+        }
+        let cell = shot.cell();
+        if !config.contains(cell) {
+            return Err(corrupt(format!("{at} is off the board")));
+        }
+        let earlier: Vec<Cell> = data.shots[..i].iter().filter(|s| s.seat == shot.seat).map(|s| s.cell()).collect();
+        if earlier.contains(&cell) {
+            return Err(corrupt(format!("{at} repeats an earlier shot of {}", shot.seat.seat())));
+        }
+        let rival = &data.players[shot.seat.other().index()].fleet;
+        let (outcome, ship) = match fleet::ship_at(config, rival, cell) {
+            None => (ShotOutcome::Water, None),
+            Some(ship) => {
+                let cells = fleet::cells_of(config, ship, &rival[ship]).map_err(|e| corrupt(e.reason()))?;
+                if cells.iter().all(|c| *c == cell || earlier.contains(c)) {
+                    (ShotOutcome::Sunk, Some(ship.to_owned()))
+                } else {
+                    (ShotOutcome::Hit, None)
+                }
+            }
+        };
+        if shot.outcome != outcome || shot.ship != ship {
+            return Err(corrupt(format!(
+                "{at} records {:?} {:?}; the fleets say {outcome:?} {ship:?}",
+                shot.outcome, shot.ship
+            )));
+        }
+        let sunk = data.shots[..=i].iter().filter(|s| s.seat == shot.seat && s.outcome == ShotOutcome::Sunk).count();
+        if sunk == config.fleet.len() {
+            battle.winner = Some(shot.seat);
+        } else if !(config.keep_turn_on_hit && outcome != ShotOutcome::Water) {
+            battle.shooter = battle.shooter.other();
+            battle.round += 1;
+        }
+    }
+    Ok(battle)
+}
+
+fn finished(p: &Pos<Hundido>, result: &MatchResult, winner: Option<Side>) -> Result<(), Corrupt> {
+    let (reason, participants) = match result {
+        MatchResult::Cancelled { reason_code } if reason_code == REASON_WITHDRAWAL_IN_PLACEMENT => {
+            return Err(corrupt("a withdrawal during battle is not a cancellation"));
+        }
+        // The engine or an administrator may cancel; then no one wins.
+        MatchResult::Cancelled { .. } => return Ok(()),
+        MatchResult::Completed { reason_code, participants } => (reason_code.as_str(), participants),
+    };
+    let outcome = |s: Side| participants.get(s.seat()).map(|r| r.outcome);
+    if participants.len() != 2 || outcome(Side::P0).is_none() || outcome(Side::P1).is_none() {
+        return Err(corrupt("a completed result lists exactly p0 and p1"));
+    }
+    let won = |s: Side| outcome(s) == Some(Outcome::Win) && outcome(s.other()) == Some(Outcome::Loss);
+    let withdrawn = |s: Side| p.participants[s.seat()].status == ParticipantStatus::Withdrawn;
+    match reason {
+        REASON_FLEET_DESTROYED => match winner {
+            Some(w) if won(w) => {
+                if Side::BOTH.into_iter().any(withdrawn) {
+                    return Err(corrupt("a withdrawal cannot follow the end of the match"));
+                }
+                Ok(())
+            }
+            Some(_) => Err(corrupt("the seat that destroyed its rival's fleet is not the sole winner")),
+            None => Err(corrupt("fleet-destroyed without a destroyed fleet")),
+        },
+        REASON_WITHDRAWAL => {
+            if winner.is_some() {
+                return Err(corrupt("a withdrawal cannot follow the end of the match"));
+            }
+            let Some(leaver) = Side::BOTH.into_iter().find(|s| won(s.other())) else {
+                return Err(corrupt("a withdrawal result has one winner and one loser"));
+            };
+            if !withdrawn(leaver) || withdrawn(leaver.other()) {
+                return Err(corrupt("in a withdrawal result the loser, and only the loser, withdrew"));
+            }
+            Ok(())
+        }
+        other => Err(corrupt(format!("unknown result reason {other:?}"))),
+    }
+}

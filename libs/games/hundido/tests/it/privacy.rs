@@ -1,0 +1,234 @@
+//! Privacy through the real engine: Hundido's [`PrivacyOracle`] and random playouts checked
+//! by `juegoland-conformance`.
+//!
+//! Non-interference is the strong check: for a recipient, [`Oracle::scramble`] relocates the
+//! rival's ships that the recipient has not hit to another valid layout that avoids every
+//! cell the recipient fired at (so every past shot keeps its outcome); the recipient's
+//! snapshot must not change by a byte. Forbidden patterns add the unambiguous leaks: an
+//! internal event tag, or a rival ship not yet sunk described with its exact placement.
+
+use std::collections::BTreeSet;
+
+use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, check_confluence, check_privacy};
+use juegoland_core::GameKey;
+use juegoland_hundido::{BOT_DEFAULT, Cell, Config, Data, Fleet, Hundido, ShotOutcome, Side, fleet};
+use juegoland_protocol::WireOffer;
+use juegoland_sdk::{EntropySource, Game, JsonPosition, Pos, Position};
+use serde_json::{Value, json};
+
+pub struct Oracle;
+
+fn typed(position: &JsonPosition) -> Pos<Hundido> {
+    Position {
+        config: serde_json::from_value(position.config.clone()).expect("a hundido config"),
+        participants: position.participants.clone(),
+        data: serde_json::from_value(position.data.clone()).expect("hundido data"),
+        flow: position.flow.clone(),
+        result: position.result.clone(),
+    }
+}
+
+/// The cells `side` fired at.
+fn fired(data: &Data, side: Side) -> BTreeSet<Cell> {
+    data.shots.iter().filter(|s| s.seat == side).map(|s| s.cell()).collect()
+}
+
+impl PrivacyOracle for Oracle {
+    fn forbidden(&self, position: &JsonPosition, recipient: &str) -> Vec<Pattern> {
+        // Internal event tags are never sent: only their visible forms are.
+        let mut patterns: Vec<Pattern> = ["shipPositioned", "seatReady", "battleBegan", "shotResolved", "seatWithdrew"]
+            .into_iter()
+            .map(|t| Pattern::Text(t.to_owned()))
+            .collect();
+        let Some(me) = Side::from_seat(recipient) else { return patterns };
+        let p = typed(position);
+        let own = &p.data.players[me.index()].fleet;
+        let rival = &p.data.players[me.other().index()].fleet;
+        let sunk: BTreeSet<&str> = p
+            .data
+            .shots
+            .iter()
+            .filter(|s| s.seat == me && s.outcome == ShotOutcome::Sunk)
+            .filter_map(|s| s.ship.as_deref())
+            .collect();
+        for (ship, at) in rival {
+            // Skip a ship lying exactly where the recipient's own ship of that name lies: the
+            // recipient's own board legitimately shows that object.
+            if sunk.contains(ship.as_str()) || own.get(ship) == Some(at) {
+                continue;
+            }
+            patterns.push(Pattern::object(json!({
+                "ship": ship, "row": at.row, "column": at.column, "orientation": at.orientation,
+            })));
+        }
+        patterns
+    }
+
+    fn scramble(
+        &self,
+        position: &JsonPosition,
+        recipient: &str,
+        entropy: &mut dyn EntropySource,
+    ) -> Option<JsonPosition> {
+        let me = Side::from_seat(recipient)?;
+        let p = typed(position);
+        let config = &p.config;
+        let rival = &p.data.players[me.other().index()].fleet;
+        let blocked = fired(&p.data, me);
+        // Ships the recipient hit stay (their hit cells are known); the others may move.
+        let (fixed, movable): (Fleet, Fleet) = rival.iter().map(|(s, at)| (s.clone(), *at)).partition(|(ship, at)| {
+            fleet::cells_of(config, ship, at).is_ok_and(|cells| cells.iter().any(|c| blocked.contains(c)))
+        });
+        if movable.is_empty() {
+            return None;
+        }
+        // Relocate exactly the placed, unhit ships: complete against a fleet of just those.
+        let placed = Config {
+            fleet: config.fleet.iter().filter(|s| rival.contains_key(&s.ship)).cloned().collect(),
+            ..config.clone()
+        };
+        let relocated = fleet::complete(&placed, &fixed, &blocked, Some(entropy))?;
+        let mut data = p.data.clone();
+        data.players[me.other().index()].fleet = relocated;
+        let scrambled = Position { data, ..p };
+        Hundido.validate_position(&scrambled).expect("a scrambled position is valid");
+        Some(JsonPosition { data: serde_json::to_value(&scrambled.data).unwrap(), ..position.clone() })
+    }
+
+    fn propose(
+        &self,
+        position: &JsonPosition,
+        seat: &str,
+        _offers: &[WireOffer],
+        entropy: &mut dyn EntropySource,
+    ) -> Option<(String, Value)> {
+        let p = typed(position);
+        let roll = entropy.next_u64() % 10;
+        let action = match roll {
+            // Mostly the bot, so matches reach the battle and the end.
+            0..=6 => Hundido.bot_action(&p, seat, BOT_DEFAULT, entropy)?,
+            // Sometimes anything: off-board, overlapping, repeated, out of turn.
+            _ => crate::random_action(&p, entropy),
+        };
+        let v = serde_json::to_value(&action).unwrap();
+        Some((v["type"].as_str().unwrap().to_owned(), v["payload"].clone()))
+    }
+}
+
+fn playouts(config: Value, playouts: usize, max_steps: usize, seed: u64) -> PlayoutConfig {
+    PlayoutConfig {
+        game: GameKey { id: "hundido".into(), rules_version: "1.0.0".into() },
+        seats: 2,
+        config,
+        playouts,
+        max_steps,
+        seed,
+    }
+}
+
+fn small() -> Value {
+    json!({
+        "rows": 6, "columns": 6,
+        "fleet": [{"ship": "long", "size": 3}, {"ship": "mid", "size": 2}, {"ship": "dot", "size": 1}],
+    })
+}
+
+#[test]
+fn no_recipient_learns_the_rivals_hidden_fleet() {
+    let registry = crate::engine::registry();
+    for (config, n, steps, seed) in [
+        (json!({}), 12, 300, 1),
+        (json!({"adjacency": "no-touch", "keepTurnOnHit": true}), 8, 300, 2),
+        (small(), 16, 200, 3),
+    ] {
+        let report = check_privacy(registry.clone(), &playouts(config.clone(), n, steps, seed), &Oracle)
+            .unwrap_or_else(|leak| panic!("leak with {config}: {leak:#?}"));
+        assert!(report.scrambles_compared > 100, "{config}: {report:?}");
+        assert!(report.finished_matches > 0, "{config}: {report:?}");
+    }
+}
+
+#[test]
+fn the_oracle_catches_a_leaky_projection() {
+    // The checker must be able to fail: a snapshot of the rival's real fleet differs from
+    // one of its scrambled fleet.
+    let p = {
+        let mut e = juegoland_sdk::SplitMix64(4);
+        let mut p = crate::start(Config::default());
+        while p.flow.phase == "placement" {
+            for seat in ["p0", "p1"] {
+                if let Some(a) = Hundido.bot_action(&p, seat, BOT_DEFAULT, &mut e) {
+                    p = crate::step(&p, seat, &a).unwrap();
+                }
+            }
+        }
+        p
+    };
+    let json = JsonPosition {
+        config: serde_json::to_value(&p.config).unwrap(),
+        participants: p.participants.clone(),
+        data: serde_json::to_value(&p.data).unwrap(),
+        flow: p.flow.clone(),
+        result: None,
+    };
+    let scrambled = Oracle.scramble(&json, "p0", &mut juegoland_sdk::SplitMix64(1)).unwrap();
+    assert_ne!(scrambled.data["players"][1], json.data["players"][1], "the rival fleet moved");
+    assert_eq!(scrambled.data["players"][0], json.data["players"][0], "the recipient's fleet stays");
+    let own = typed(&scrambled);
+    let leaky = serde_json::to_string(&own.data.players[1].fleet).unwrap();
+    assert_ne!(leaky, serde_json::to_string(&p.data.players[1].fleet).unwrap());
+    // And the honest projection does not move.
+    let a = serde_json::to_value(Hundido.project(&p, juegoland_sdk::Recipient::Seat("p0")).view).unwrap();
+    let b = serde_json::to_value(Hundido.project(&own, juegoland_sdk::Recipient::Seat("p0")).view).unwrap();
+    assert_eq!(a, b);
+    // The forbidden patterns name the rival's ships as placed.
+    let patterns = Oracle.forbidden(&json, "p0");
+    assert!(patterns.len() > 5, "{patterns:?}");
+}
+
+/// [`Oracle`]'s proposals, except that a seat never proposes the `ready` that would start
+/// the battle (it re-places a ship where it already lies instead, a legal no-op move).
+///
+/// Why: `check_confluence` also compares actor revisions, and two `ready`s are the one pair
+/// whose counters depend on the order under the engine's counter rules (the first is an
+/// own-stage change that bumps only its author, the second the barrier that bumps everyone),
+/// though both orders reach the same position. That pair is covered at the rules level by
+/// `props::placement_actions_of_different_players_commute`.
+struct NoBarrier;
+
+impl PrivacyOracle for NoBarrier {
+    fn forbidden(&self, position: &JsonPosition, recipient: &str) -> Vec<Pattern> {
+        Oracle.forbidden(position, recipient)
+    }
+
+    fn propose(
+        &self,
+        position: &JsonPosition,
+        seat: &str,
+        offers: &[WireOffer],
+        entropy: &mut dyn EntropySource,
+    ) -> Option<(String, Value)> {
+        let proposal = Oracle.propose(position, seat, offers, entropy)?;
+        let p = typed(position);
+        let me = Side::from_seat(seat)?;
+        let rival = &p.data.players[me.other().index()];
+        let rival_may_ready = p.flow.stage_of(me.other().seat()) == Some(juegoland_hundido::STAGE_ARRANGE)
+            && fleet::is_complete(&p.config, &rival.fleet);
+        if proposal.0 != "ready" || !(rival.ready || rival_may_ready) {
+            return Some(proposal);
+        }
+        let (ship, at) = p.data.players[me.index()].fleet.iter().next()?;
+        Some((
+            "placeShip".into(),
+            json!({"ship": ship, "row": at.row, "column": at.column, "orientation": at.orientation}),
+        ))
+    }
+}
+
+#[test]
+fn placement_is_confluent_through_the_engine() {
+    let registry = crate::engine::registry();
+    let report = check_confluence(registry, &playouts(small(), 12, 60, 5), &NoBarrier)
+        .unwrap_or_else(|e| panic!("not confluent: {e}"));
+    assert!(report.pairs > 10, "{report:?}");
+}
