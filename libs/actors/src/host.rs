@@ -36,6 +36,9 @@ pub struct HostConfig {
     pub call_timeout: Duration,
     /// How often undispatched outbox rows are swept to the bus.
     pub sweep_interval: Duration,
+    /// Fault injection for crash tests: abort the process right after the N-th successful
+    /// commit of a match actor, before answering or publishing. Never set in production.
+    pub crash_after_commits: Option<u64>,
 }
 
 impl Default for HostConfig {
@@ -44,6 +47,7 @@ impl Default for HostConfig {
             idle_passivation: Duration::from_secs(300),
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
+            crash_after_commits: None,
         }
     }
 }
@@ -118,12 +122,11 @@ pub enum MatchMsg {
         request: LifecycleRequest,
         reply: RpcReplyPort<Result<u64, HostError>>,
     },
-    /// A bot seat's decided action, for the revision it was decided on.
+    /// A bot seat's decision (an action, or none), for the revision it was decided on.
     BotMove {
         seat: Seat,
         revision: u64,
-        action_type: String,
-        payload: Value,
+        decided: Option<(String, Value)>,
     },
     IdleCheck,
     /// The committed state, for tests and admin reads.
@@ -143,6 +146,8 @@ struct Shared {
     metrics: Metrics,
     config: HostConfig,
     slots: parking_lot::Mutex<HashMap<Uuid, Arc<OnceCell<ActorRef<MatchMsg>>>>>,
+    /// Successful actor commits so far (for `crash_after_commits`).
+    commits: std::sync::atomic::AtomicU64,
     actor_ids: parking_lot::Mutex<HashMap<ActorId, Uuid>>,
     supervisor: OnceLock<ActorRef<()>>,
 }
@@ -169,6 +174,7 @@ impl Host {
             metrics,
             config,
             slots: parking_lot::Mutex::new(HashMap::new()),
+            commits: std::sync::atomic::AtomicU64::new(0),
             actor_ids: parking_lot::Mutex::new(HashMap::new()),
             supervisor: OnceLock::new(),
         });
@@ -428,6 +434,8 @@ pub struct MatchActorState {
     last_activity: Instant,
     /// The revision a bot move is being computed for, if any.
     bot_pending: Option<u64>,
+    /// The revision at which a bot had nothing to do (not asked again until it changes).
+    bot_idle: Option<u64>,
 }
 
 impl Actor for MatchActor {
@@ -436,7 +444,13 @@ impl Actor for MatchActor {
     type Arguments = LiveMatch;
 
     async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
-        Ok(MatchActorState { live, entropy: OsEntropy::new(), last_activity: Instant::now(), bot_pending: None })
+        Ok(MatchActorState {
+            live,
+            entropy: OsEntropy::new(),
+            last_activity: Instant::now(),
+            bot_pending: None,
+            bot_idle: None,
+        })
     }
 
     async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
@@ -470,10 +484,18 @@ impl Actor for MatchActor {
                 let answer = self.lifecycle(&myself, state, &request).await;
                 let _ = reply.send(answer);
             }
-            MatchMsg::BotMove { seat, revision, action_type, payload } => {
+            MatchMsg::BotMove { seat, revision, decided } => {
                 state.bot_pending = None;
-                if revision == state.live.state().revision {
-                    self.bot_move(&myself, state, &seat, action_type, payload).await;
+                let current = revision == state.live.state().revision;
+                match decided {
+                    Some((action_type, payload)) if current => {
+                        self.bot_move(&myself, state, &seat, action_type, payload).await;
+                    }
+                    Some(_) => {}
+                    None => {
+                        warn!(match_id = %state.live.state().match_id, seat, revision, "bot had no move");
+                        state.bot_idle = Some(revision);
+                    }
                 }
                 self.maybe_bot(&myself, state);
             }
@@ -580,7 +602,13 @@ impl MatchActor {
         let result = self.shared.store.commit(&pending.commit).await;
         self.shared.metrics.command_seconds.with_label_values(&["commit"]).observe(started.elapsed().as_secs_f64());
         match result {
-            Ok(()) => {}
+            Ok(()) => {
+                let n = self.shared.commits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if self.shared.config.crash_after_commits == Some(n) {
+                    error!(commits = n, "fault injection: aborting right after a commit, before answering");
+                    std::process::abort();
+                }
+            }
             Err(StoreError::Conflict { .. }) => {
                 // Another writer moved the match: this actor's view is stale. Stop so the
                 // next request reloads from the store.
@@ -669,11 +697,16 @@ impl MatchActor {
     /// Starts computing a bot seat's move off the actor, if a bot is to act.
     fn maybe_bot(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
         let s = state.live.state();
-        if state.bot_pending.is_some() || s.is_finished() {
+        if state.bot_pending.is_some() || s.is_finished() || state.bot_idle == Some(s.revision) {
             return;
         }
-        let Some((seat, profile)) = s.position.flow.actors.keys().find_map(|seat| match s.seats.get(seat) {
-            Some(SeatHolder::Bot(profile)) => Some((seat.clone(), profile.clone())),
+        // A bot seat whose stage allows some action (a seat waiting for others has none).
+        let d = state.live.game().descriptor();
+        let phase = d.phase(&s.position.flow.phase);
+        let can_act =
+            |stage: &str| phase.is_some_and(|p| p.stages.iter().any(|st| st.id == stage && !st.actions.is_empty()));
+        let Some((seat, profile)) = s.position.flow.actors.iter().find_map(|(seat, stage)| match s.seats.get(seat) {
+            Some(SeatHolder::Bot(profile)) if can_act(stage) => Some((seat.clone(), profile.clone())),
             _ => None,
         }) else {
             return;
@@ -683,19 +716,14 @@ impl MatchActor {
         let game = state.live.game().clone();
         let position = s.position.clone();
         let myself = myself.clone();
-        let match_id = s.match_id;
         tokio::task::spawn_blocking(move || {
             let decided = game
                 .game
                 .decode_position(&position)
                 .ok()
                 .and_then(|p| game.game.bot_action(&p, &seat, &profile, &mut OsEntropy::new()));
-            match decided {
-                Some((action_type, payload)) => {
-                    let _ = myself.cast(MatchMsg::BotMove { seat, revision, action_type, payload });
-                }
-                None => warn!(match_id = %match_id, seat, "bot had no move"),
-            }
+            // The actor may have stopped meanwhile; then there is nobody to tell.
+            let _ = myself.cast(MatchMsg::BotMove { seat, revision, decided });
         });
     }
 

@@ -14,7 +14,7 @@ use juegoland_actors::{Host, HostConfig, Metrics};
 use juegoland_bus::LocalBus;
 use juegoland_core::{Engine, Registry};
 use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
-use juegoland_store::MemoryStore;
+use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
 use tracing::info;
 
@@ -31,11 +31,59 @@ pub struct Cli {
 pub enum Command {
     /// Run every role in one process and serve the page, the protocol and the API.
     Dev(DevConfig),
+    /// Re-run stored matches from their log and randomness trace with their pinned rules and
+    /// report any divergence from the stored state (exit code 1 if any).
+    Replay(ReplayConfig),
+}
+
+/// Where matches are stored. The embedded SQLite store in a data directory by default
+/// (single process only); PostgreSQL when a database URL is given.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StoreConfig {
+    /// Directory of the embedded store (created if missing).
+    #[arg(long, env = "JUEGOLAND_DATA_DIR", default_value = "data")]
+    pub data_dir: std::path::PathBuf,
+    /// PostgreSQL URL; when set, PostgreSQL is used instead of the embedded store.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Keep matches in memory only (nothing survives a restart).
+    #[arg(long, conflicts_with = "database_url")]
+    pub in_memory: bool,
+}
+
+impl StoreConfig {
+    pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
+        if self.in_memory {
+            return Ok(Arc::new(MemoryStore::new()));
+        }
+        if let Some(url) = &self.database_url {
+            let store = PgStore::connect(url).await.context("connect to PostgreSQL")?;
+            return Ok(Arc::new(store));
+        }
+        let store = SqliteStore::open(&self.data_dir)
+            .await
+            .with_context(|| format!("open the embedded store in {}", self.data_dir.display()))?;
+        Ok(Arc::new(store))
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReplayConfig {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// Replay only this match.
+    #[arg(long = "match")]
+    pub match_id: Option<uuid::Uuid>,
 }
 
 /// Settings of `juegoland dev`, each with its default and environment override.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DevConfig {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// Fault injection for crash tests: abort right after the N-th commit.
+    #[arg(long, hide = true)]
+    pub fault_crash_after_commits: Option<u64>,
     /// Address of the HTTP server (page, API, WebSocket, metrics).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
@@ -81,16 +129,42 @@ pub fn registry() -> anyhow::Result<Registry> {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Dev(config) => dev(config).await,
+        Command::Replay(config) => replay_command(config).await,
     }
+}
+
+async fn replay_command(config: ReplayConfig) -> anyhow::Result<()> {
+    let store = config.store.open().await?;
+    let registry = registry()?;
+    let results = replay::replay(store.as_ref(), &registry, config.match_id).await.context("read the store")?;
+    let mut diverged = 0;
+    for r in &results {
+        match &r.result {
+            Ok(()) => println!("ok        {} revision {}", r.match_id, r.revision),
+            Err(e) => {
+                diverged += 1;
+                println!("DIVERGED  {} revision {}: {e}", r.match_id, r.revision);
+            }
+        }
+    }
+    println!("{} matches replayed, {diverged} diverged", results.len());
+    if diverged > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let engine = Arc::new(Engine::new(Arc::new(registry()?)));
     let prometheus = prometheus::Registry::new();
     let metrics = Metrics::new(&prometheus).context("register metrics")?;
-    let host_config =
-        HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
-    let host = Host::start(engine, Arc::new(MemoryStore::new()), Arc::new(LocalBus::default()), metrics, host_config)
+    let host_config = HostConfig {
+        idle_passivation: Duration::from_secs(config.idle_passivation),
+        crash_after_commits: config.fault_crash_after_commits,
+        ..Default::default()
+    };
+    let store = config.store.open().await?;
+    let host = Host::start(engine, store, Arc::new(LocalBus::default()), metrics, host_config)
         .await
         .context("start the match host")?;
     let secret = match &config.jwt_secret {

@@ -18,6 +18,7 @@ use uuid::Uuid;
 async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).unwrap();
     let store = Arc::new(MemoryStore::new());
     let prom = prometheus::Registry::new();
     let host = Host::start(
@@ -119,4 +120,59 @@ async fn a_bot_seat_plays_after_the_human_and_unknown_matches_are_not_found() {
     assert!(matches!(host.inspect(Uuid::from_u128(1)).await, Err(juegoland_actors::HostError::NotFound)));
     let text = prom.gather().iter().map(|f| f.name().to_owned()).collect::<Vec<_>>().join(",");
     assert!(text.contains("juegoland_commands_total"), "{text}");
+}
+
+/// A bot seat that has readied waits (its stage allows nothing) and acts again once battle
+/// begins: the host asks bots only when their stage allows an action.
+#[tokio::test]
+async fn a_bot_waits_through_the_rivals_placement_then_fires_back() {
+    let (host, _, _) = host(Duration::from_secs(60)).await;
+    let hundido = GameKey { id: "hundido".into(), rules_version: "1.0.0".into() };
+    let m = host.create_match(&hundido, seats(SeatHolder::Bot("default".into())), &json!({})).await.unwrap();
+    let wait_for = |pred: Box<dyn Fn(&juegoland_core::MatchState) -> bool + Send>| {
+        let host = host.clone();
+        async move {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                loop {
+                    let s = host.inspect(m).await.unwrap();
+                    if pred(&s) {
+                        return s;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+            .await
+            .expect("the bot keeps playing")
+        }
+    };
+    // The bot places its fleet and readies while alice has not placed anything.
+    wait_for(Box::new(|s| s.position.flow.actors.get("p1").map(String::as_str) == Some("waiting"))).await;
+    let ships = [("carrier", 0), ("battleship", 2), ("cruiser", 4), ("submarine", 6), ("destroyer", 8)];
+    for (i, (ship, row)) in ships.iter().chain([("ready", 0)].iter()).enumerate() {
+        let s = host.inspect(m).await.unwrap();
+        let precondition = Precondition::Actor { phase_epoch: s.phase_epoch, actor_revision: s.actor_revisions["p0"] };
+        let (t, payload) = if *ship == "ready" {
+            ("ready", json!({}))
+        } else {
+            ("placeShip", json!({"ship": ship, "row": row, "column": 0, "orientation": "horizontal"}))
+        };
+        let env = CommandEnvelope {
+            match_id: m,
+            command_id: Uuid::from_u128(900 + i as u128),
+            precondition,
+            action: Action { r#type: t.into(), payload },
+        };
+        applied(&host.command("alice", env).await.unwrap());
+    }
+    let s = wait_for(Box::new(|s| s.position.flow.phase == "battle")).await;
+    let fire = CommandEnvelope {
+        match_id: m,
+        command_id: Uuid::from_u128(999),
+        precondition: Precondition::Match { revision: s.revision },
+        action: Action { r#type: "fire".into(), payload: json!({"row": 9, "column": 9}) },
+    };
+    let after_alice = applied(&host.command("alice", fire).await.unwrap());
+    // The bot fires back: its shot is the next revision and it is alice's turn again.
+    let s = wait_for(Box::new(move |s| s.revision > after_alice)).await;
+    assert_eq!(s.position.flow.actors.keys().collect::<Vec<_>>(), ["p0"]);
 }

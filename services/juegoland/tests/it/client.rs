@@ -14,16 +14,37 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-/// A running `juegoland dev` process, killed on drop.
+/// A running `juegoland dev` process, killed (SIGKILL) on drop.
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
 }
 
+/// A fresh, empty data directory for one test's embedded store.
+pub fn data_dir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "juegoland-it-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).expect("create a data dir");
+    dir
+}
+
 impl Server {
+    /// A server with its own fresh embedded store.
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_in(&data_dir(), extra)
+    }
+
+    /// A server on the embedded store in `dir` (which may hold earlier matches).
+    pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_juegoland"))
-            .args(["dev", "--http", "127.0.0.1:0"])
+            .args(["dev", "--http", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -80,6 +101,20 @@ impl Server {
         let url = format!("ws://{}/v1/ws?access_token={token}", self.addr);
         let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connect");
         Client { ws, backlog: Default::default() }
+    }
+}
+
+impl Server {
+    /// Waits for the process to exit on its own (e.g. an injected crash); its exit status.
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

@@ -2,4 +2,5 @@
 
 mod client;
 mod conecta4;
+mod durability;
 mod hundido;

@@ -1,0 +1,202 @@
+//! What both SQL backends share: how a [`Commit`] maps to rows, and how sqlx errors map to
+//! [`StoreError`]. The SQL text itself lives in each backend, since the dialects differ.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use juegoland_core::{Commit, Deadline, LoggedOp, MatchState, Publication, SeatHolder};
+use juegoland_sdk::ParticipantStatus;
+use sqlx::error::DatabaseError;
+use uuid::Uuid;
+
+use crate::{StoreError, conflict};
+
+pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} does not fit a signed 64-bit column")))
+}
+
+pub(crate) fn to_u64(value: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("stored {what} {value} is negative")))
+}
+
+pub(crate) fn limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// `matches.status`.
+pub(crate) fn match_status(state: &MatchState) -> &'static str {
+    if state.is_finished() { "finished" } else { "active" }
+}
+
+/// One `participants` row.
+pub(crate) struct ParticipantRow<'a> {
+    pub seat: &'a str,
+    pub principal: Option<&'a str>,
+    pub bot_profile: Option<&'a str>,
+    pub status: &'static str,
+}
+
+/// The participants of a match as rows: the seat holders, with the status the position
+/// gives each seat (a seat the position does not list is active).
+pub(crate) fn participants(state: &MatchState) -> Vec<ParticipantRow<'_>> {
+    state
+        .seats
+        .iter()
+        .map(|(seat, holder)| {
+            let (principal, bot_profile) = match holder {
+                SeatHolder::Principal(p) => (Some(p.as_str()), None),
+                SeatHolder::Bot(b) => (None, Some(b.as_str())),
+            };
+            let status = match state.position.participants.get(seat).map(|p| &p.status) {
+                Some(ParticipantStatus::Withdrawn) => "withdrawn",
+                Some(ParticipantStatus::Active) | None => "active",
+            };
+            ParticipantRow { seat, principal, bot_profile, status }
+        })
+        .collect()
+}
+
+/// `outbox.recipient`: the seat, or the empty string for authorized spectators.
+pub(crate) fn recipient_column(p: &Publication) -> &str {
+    p.recipient.as_deref().unwrap_or("")
+}
+
+pub(crate) fn recipient_of(column: String) -> Option<String> {
+    if column.is_empty() { None } else { Some(column) }
+}
+
+/// How the pending deadline rows of a match change with a commit.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct DeadlinePlan<'a> {
+    /// Pending rows to close: (deadline id, generation, new state).
+    pub close: Vec<(String, i64, &'static str)>,
+    /// Rows to add as pending: (deadline id, generation, due, payload).
+    pub add: Vec<(&'a str, i64, i64, &'a serde_json::Value)>,
+}
+
+/// The generation the commit consumed: its log is the lifecycle event that fired it.
+pub(crate) fn fired_generation(commit: &Commit) -> Result<Option<i64>, StoreError> {
+    match commit.log.as_ref().map(|l| &l.op) {
+        Some(LoggedOp::Lifecycle { generation: Some(g), .. }) => Ok(Some(to_i64(*g, "deadline generation")?)),
+        _ => Ok(None),
+    }
+}
+
+/// Plans the deadline rows for a new state's `deadlines`, given the generations pending
+/// in the store. A pending generation the state no longer holds was `fired` (the one the
+/// commit consumed) or `cancelled`; a generation not yet stored is added. Generations are
+/// never reused, so an existing row is never rewritten.
+pub(crate) fn plan_deadlines<'a>(
+    fired: Option<i64>,
+    deadlines: &'a BTreeMap<String, Deadline>,
+    pending: Vec<(String, i64)>,
+) -> Result<DeadlinePlan<'a>, StoreError> {
+    let mut wanted = BTreeSet::new();
+    let mut plan = DeadlinePlan::default();
+    for (id, d) in deadlines {
+        let generation = to_i64(d.generation, "deadline generation")?;
+        wanted.insert((id.as_str(), generation));
+        if !pending.iter().any(|(p, g)| p == id && *g == generation) {
+            plan.add.push((id.as_str(), generation, d.due_ms, &d.payload));
+        }
+    }
+    for (id, generation) in pending {
+        if !wanted.contains(&(id.as_str(), generation)) {
+            let state = if fired == Some(generation) { "fired" } else { "cancelled" };
+            plan.close.push((id, generation, state));
+        }
+    }
+    Ok(plan)
+}
+
+/// The SQL dialects, for error classification.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dialect {
+    Postgres,
+    Sqlite,
+}
+
+/// Whether a database error is transient: the same statement may succeed later.
+fn transient(dialect: Dialect, db: &dyn DatabaseError) -> bool {
+    let Some(code) = db.code() else { return false };
+    match dialect {
+        // SQLSTATE: 08 connection exception, 53 insufficient resources, 57P01..57P03
+        // shutdown and start-up, 40001 serialization failure, 40P01 deadlock, 55P03 lock not
+        // available.
+        Dialect::Postgres => {
+            code.starts_with("08")
+                || code.starts_with("53")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03")
+        }
+        // Primary result codes (the low byte of the extended code): BUSY, LOCKED, IOERR,
+        // FULL, CANTOPEN.
+        Dialect::Sqlite => code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6 | 10 | 13 | 14)),
+    }
+}
+
+/// Maps a sqlx error met while doing `action` (`"load match"`).
+pub(crate) fn store_error(dialect: Dialect, action: &str, e: sqlx::Error) -> StoreError {
+    use sqlx::Error as E;
+    match &e {
+        E::Io(_) | E::Tls(_) | E::Protocol(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::BeginFailed => {
+            StoreError::Unavailable(format!("{action}: {e}"))
+        }
+        E::Database(db) if transient(dialect, db.as_ref()) => StoreError::Unavailable(format!("{action}: {e}")),
+        _ => StoreError::Corrupt(format!("{action}: {e}")),
+    }
+}
+
+/// Maps a sqlx error met inside `commit`: a unique violation means another writer stored
+/// the same match, receipt, log entry or outbox row first.
+pub(crate) fn commit_error(dialect: Dialect, commit: &Commit, e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => conflict(commit),
+        _ => store_error(dialect, "commit", e),
+    }
+}
+
+/// Decodes a JSON column (both backends read JSON as text).
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, match_id: Uuid, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("decode {what} of match {match_id}: {e}")))
+}
+
+/// Encodes a value for a JSON column (both backends write JSON as text).
+pub(crate) fn encode<T: serde::Serialize>(what: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("encode {what}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn deadline(generation: u64, due_ms: i64) -> Deadline {
+        Deadline { generation, due_ms, payload: json!({}) }
+    }
+
+    #[test]
+    fn deadline_rows_follow_the_state_by_generation() {
+        let deadlines =
+            BTreeMap::from([("turn".to_string(), deadline(4, 900)), ("idle".to_string(), deadline(2, 500))]);
+        let pending = vec![("turn".to_string(), 3), ("idle".to_string(), 2), ("bonus".to_string(), 1)];
+        let plan = plan_deadlines(Some(3), &deadlines, pending).unwrap();
+        let payload = json!({});
+        assert_eq!(
+            plan,
+            DeadlinePlan {
+                close: vec![("turn".into(), 3, "fired"), ("bonus".into(), 1, "cancelled")],
+                add: vec![("turn", 4, 900, &payload)],
+            },
+            "the consumed generation fires, a dropped one is cancelled, a kept one stays, a new one is added"
+        );
+        let none = BTreeMap::new();
+        let plan = plan_deadlines(None, &none, vec![("turn".to_string(), 3)]).unwrap();
+        assert_eq!(plan.close, vec![("turn".into(), 3, "cancelled")]);
+    }
+
+    #[test]
+    fn generations_beyond_a_bigint_are_refused() {
+        let deadlines = BTreeMap::from([("turn".to_string(), deadline(u64::MAX, 0))]);
+        assert!(matches!(plan_deadlines(None, &deadlines, vec![]), Err(StoreError::Corrupt(_))));
+    }
+}

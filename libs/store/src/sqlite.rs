@@ -1,0 +1,363 @@
+//! The SQLite backend: the embedded durable store of `juegoland dev` and quick starts.
+//!
+//! SINGLE PROCESS ONLY: one process opens a data directory at a time (the engine's
+//! embedded profile). Within that process, a commit is one `BEGIN IMMEDIATE` transaction,
+//! which takes SQLite's write lock up front, so the revision check and the writes that
+//! follow it cannot interleave with another commit; the journal is in WAL mode with
+//! `synchronous = FULL`, so a committed transaction survives a crash of the process or
+//! the machine. Reads run beside a commit (WAL readers see the last committed state).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome};
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{SqliteConnection, Transaction};
+use uuid::Uuid;
+
+use crate::rows::{self, Dialect, commit_error, store_error};
+use crate::{DueDeadline, OutboxRow, Store, StoreError, conflict};
+
+/// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
+static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+const LITE: Dialect = Dialect::Sqlite;
+
+/// The file a data directory holds.
+pub const SQLITE_FILE: &str = "juegoland.sqlite3";
+
+/// The embedded SQLite store. Cheap to clone (a pool handle).
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) `data_dir/juegoland.sqlite3` and runs the pending
+    /// migrations. Only one process may use a data directory at a time.
+    pub async fn open(data_dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let data_dir = data_dir.as_ref();
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| StoreError::Unavailable(format!("create the data directory {}: {e}", data_dir.display())))?;
+        let path = data_dir.join(SQLITE_FILE);
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await
+            .map_err(|e| store_error(LITE, "open the sqlite store", e))?;
+        MIGRATOR.run(&pool).await.map_err(|e| match e {
+            MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
+            other => StoreError::Corrupt(format!("run migrations: {other}")),
+        })?;
+        Ok(Self { pool, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes every connection (checkpointing the WAL); later calls fail with
+    /// [`StoreError::Unavailable`].
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// Writes `commit` inside `tx`; the caller commits or drops (rolls back) the transaction.
+async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreError> {
+    let err = |e| commit_error(LITE, commit, e);
+    let match_id = commit.match_id;
+    match (commit.expected_revision, &commit.state) {
+        (None, Some(state)) => {
+            let created = sqlx::query(
+                "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (match_id) DO NOTHING",
+            )
+            .bind(match_id)
+            .bind(&state.game.id)
+            .bind(&state.game.rules_version)
+            .bind(&state.game_version)
+            .bind(rows::to_i64(state.revision, "revision")?)
+            .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
+            .bind(rows::match_status(state))
+            .bind(rows::encode("match state", &**state)?)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+            if created.rows_affected() == 0 {
+                return Err(conflict(commit));
+            }
+            for p in rows::participants(state) {
+                sqlx::query(
+                    "INSERT INTO participants (match_id, seat, principal, bot_profile, status) VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(match_id)
+                .bind(p.seat)
+                .bind(p.principal)
+                .bind(p.bot_profile)
+                .bind(p.status)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            }
+        }
+        (Some(expected), Some(state)) => {
+            let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE matches SET revision = $3, phase_epoch = $4, status = $5, state = $6, updated_at = {NOW}
+                 WHERE match_id = $1 AND revision = $2"
+            )))
+            .bind(match_id)
+            .bind(rows::to_i64(expected, "expected revision")?)
+            .bind(rows::to_i64(state.revision, "revision")?)
+            .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
+            .bind(rows::match_status(state))
+            .bind(rows::encode("match state", &**state)?)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+            if updated.rows_affected() == 0 {
+                return Err(conflict(commit));
+            }
+            for p in rows::participants(state) {
+                sqlx::query("UPDATE participants SET status = $3 WHERE match_id = $1 AND seat = $2 AND status <> $3")
+                    .bind(match_id)
+                    .bind(p.seat)
+                    .bind(p.status)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+        }
+        (Some(expected), None) => {
+            // A final rejection: no new state, but the same fence. `BEGIN IMMEDIATE` already
+            // holds the write lock, so the revision cannot move before the receipt is stored.
+            let fenced = sqlx::query("SELECT 1 FROM matches WHERE match_id = $1 AND revision = $2")
+                .bind(match_id)
+                .bind(rows::to_i64(expected, "expected revision")?)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            if fenced.is_none() {
+                return Err(conflict(commit));
+            }
+        }
+        (None, None) => return Err(conflict(commit)),
+    }
+
+    if let Some(r) = &commit.receipt {
+        let revision = match r.outcome {
+            ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
+        };
+        let stored = sqlx::query(
+            "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(r.key.match_id)
+        .bind(&r.key.principal)
+        .bind(r.key.command_id)
+        .bind(&r.fingerprint)
+        .bind(rows::encode("receipt outcome", &r.outcome)?)
+        .bind(rows::to_i64(revision, "receipt revision")?)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        if stored.rows_affected() == 0 {
+            // Another writer stored this receipt: our judgement is stale.
+            return Err(conflict(commit));
+        }
+    }
+
+    if let Some(log) = &commit.log {
+        let stored = sqlx::query(
+            "INSERT INTO match_log (match_id, revision, instant_ms, entry) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(match_id)
+        .bind(rows::to_i64(log.revision, "log revision")?)
+        .bind(log.instant_ms)
+        .bind(rows::encode("log entry", log)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        if stored.rows_affected() == 0 {
+            return Err(conflict(commit));
+        }
+    }
+
+    if let Some(state) = &commit.state {
+        let pending: Vec<(String, i64)> = if commit.expected_revision.is_none() {
+            Vec::new()
+        } else {
+            sqlx::query_as("SELECT deadline_id, generation FROM deadlines WHERE match_id = $1 AND state = 'pending'")
+                .bind(match_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(err)?
+        };
+        let plan = rows::plan_deadlines(rows::fired_generation(commit)?, &state.deadlines, pending)?;
+        for (id, generation, new_state) in &plan.close {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE deadlines SET state = $4, updated_at = {NOW}
+                 WHERE match_id = $1 AND deadline_id = $2 AND generation = $3"
+            )))
+            .bind(match_id)
+            .bind(id)
+            .bind(generation)
+            .bind(new_state)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        for (id, generation, due_ms, payload) in &plan.add {
+            sqlx::query(
+                "INSERT INTO deadlines (match_id, deadline_id, generation, due_ms, payload, state)
+                 VALUES ($1, $2, $3, $4, $5, 'pending')",
+            )
+            .bind(match_id)
+            .bind(id)
+            .bind(generation)
+            .bind(due_ms)
+            .bind(rows::encode("deadline payload", payload)?)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+    }
+
+    for (ordinal, p) in commit.publications.iter().enumerate() {
+        sqlx::query("INSERT INTO outbox (match_id, revision, recipient, ordinal, payload) VALUES ($1, $2, $3, $4, $5)")
+            .bind(match_id)
+            .bind(rows::to_i64(p.revision, "publication revision")?)
+            .bind(rows::recipient_column(p))
+            .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
+            .bind(&*p.encoded)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        let mut tx: Transaction<'_, sqlx::Sqlite> =
+            self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| store_error(LITE, "begin a commit", e))?;
+        // On any error the transaction is dropped, which rolls it back: never half a commit.
+        write(&mut tx, commit).await?;
+        tx.commit().await.map_err(|e| commit_error(LITE, commit, e))
+    }
+
+    async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT state FROM matches WHERE match_id = $1")
+            .bind(match_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "load match", e))?;
+        row.map(|(text,)| rows::decode("match state", match_id, &text)).transpose()
+    }
+
+    async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT fingerprint, outcome FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3",
+        )
+        .bind(key.match_id)
+        .bind(&key.principal)
+        .bind(key.command_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "load receipt", e))?;
+        row.map(|(fingerprint, outcome)| {
+            Ok(Receipt {
+                key: key.clone(),
+                fingerprint,
+                outcome: rows::decode("receipt outcome", key.match_id, &outcome)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
+        let entries: Vec<(String,)> =
+            sqlx::query_as("SELECT entry FROM match_log WHERE match_id = $1 ORDER BY revision")
+                .bind(match_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| store_error(LITE, "load match log", e))?;
+        entries.iter().map(|(text,)| rows::decode("log entry", match_id, text)).collect()
+    }
+
+    async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError> {
+        let ids: Vec<(Uuid,)> = sqlx::query_as("SELECT match_id FROM matches ORDER BY match_id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "list matches", e))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+        let found: Vec<(Uuid, i64, String, String)> = sqlx::query_as(
+            "SELECT match_id, revision, recipient, payload FROM outbox WHERE dispatched = 0
+             ORDER BY match_id, revision, ordinal LIMIT $1",
+        )
+        .bind(rows::limit(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "list undispatched outbox rows", e))?;
+        found
+            .into_iter()
+            .map(|(match_id, revision, recipient, payload)| {
+                Ok(OutboxRow {
+                    publication: Publication {
+                        match_id,
+                        revision: rows::to_u64(revision, "outbox revision")?,
+                        recipient: rows::recipient_of(recipient),
+                        encoded: payload.into(),
+                    },
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_dispatched(&self, match_id: Uuid, revision: u64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET dispatched = 1 WHERE match_id = $1 AND revision <= $2 AND dispatched = 0")
+            .bind(match_id)
+            .bind(rows::to_i64(revision, "revision")?)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "mark outbox rows dispatched", e))?;
+        Ok(())
+    }
+
+    async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError> {
+        let found: Vec<(Uuid, String, i64, i64)> = sqlx::query_as(
+            "SELECT match_id, deadline_id, generation, due_ms FROM deadlines
+             WHERE state = 'pending' AND due_ms <= $1
+             ORDER BY due_ms, match_id, deadline_id, generation LIMIT $2",
+        )
+        .bind(now_ms)
+        .bind(rows::limit(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "list due deadlines", e))?;
+        found
+            .into_iter()
+            .map(|(match_id, deadline_id, generation, due_ms)| {
+                Ok(DueDeadline { match_id, deadline_id, generation: rows::to_u64(generation, "generation")?, due_ms })
+            })
+            .collect()
+    }
+}

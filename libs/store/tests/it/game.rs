@@ -1,0 +1,113 @@
+//! Commits made by the real engine playing Conecta 4, so the suite stores what the match
+//! actor stores.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use juegoland_core::{Commit, Deadline, Decision, Engine, GameKey, LiveMatch, Pending, Registry, SeatHolder};
+use juegoland_protocol::{Action, CommandEnvelope, Precondition};
+use juegoland_sdk::SplitMix64;
+use serde_json::json;
+use uuid::Uuid;
+
+pub struct Game {
+    engine: Engine,
+    live: LiveMatch,
+    entropy: SplitMix64,
+    now_ms: i64,
+    next_command: u128,
+}
+
+impl Game {
+    /// A new Conecta 4 match (alice in `p0`, bob in `p1`) and its creation commit.
+    pub fn create(match_id: Uuid) -> (Game, Commit) {
+        let mut registry = Registry::new();
+        registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register conecta4");
+        let engine = Engine::new(Arc::new(registry));
+        let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
+        let seats = BTreeMap::from([
+            ("p0".to_string(), SeatHolder::Principal("alice".into())),
+            ("p1".to_string(), SeatHolder::Principal("bob".into())),
+        ]);
+        let mut entropy = SplitMix64(7);
+        let (pending, mut live) =
+            engine.create(match_id, &key, seats, &json!({}), 1_000, &mut entropy).expect("create a match");
+        let commit = live.advance(pending);
+        (Game { engine, live, entropy, now_ms: 1_000, next_command: 1 }, commit)
+    }
+
+    pub fn match_id(&self) -> Uuid {
+        self.live.state().match_id
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.live.state().revision
+    }
+
+    pub fn live(&self) -> &LiveMatch {
+        &self.live
+    }
+
+    /// The principal whose turn it is.
+    pub fn to_move(&self) -> &'static str {
+        match self.live.state().position.flow.actors.keys().next().map(String::as_str) {
+            Some("p0") => "alice",
+            Some("p1") => "bob",
+            other => panic!("no seat to move: {other:?}"),
+        }
+    }
+
+    pub fn fresh_command_id(&mut self) -> Uuid {
+        self.next_command += 1;
+        Uuid::from_u128(0xc0de_0000 + self.next_command)
+    }
+
+    /// Decides (without advancing the match) `drop column` by `principal`, with the command
+    /// id and the precondition revision given, as if no receipt were stored for it.
+    pub fn decide(&mut self, principal: &str, command_id: Uuid, revision: u64, column: u8) -> Pending {
+        self.now_ms += 10;
+        let envelope = CommandEnvelope {
+            match_id: self.match_id(),
+            command_id,
+            precondition: Precondition::Match { revision },
+            action: Action { r#type: "drop".into(), payload: json!({ "column": column }) },
+        };
+        match self.engine.command(&self.live, principal, &envelope, None, self.now_ms, &mut self.entropy) {
+            Decision::Commit(p) => *p,
+            _ => panic!("the engine did not decide a commit"),
+        }
+    }
+
+    /// Decides the next legal drop on `column` by whoever is to move (not advanced).
+    pub fn decide_drop(&mut self, column: u8) -> Pending {
+        let (principal, id, revision) = (self.to_move(), self.fresh_command_id(), self.revision());
+        self.decide(principal, id, revision, column)
+    }
+
+    /// Advances the match past a decision the store accepted.
+    pub fn advance(&mut self, pending: Pending) -> Commit {
+        self.live.advance(pending)
+    }
+
+    /// Decides and advances a drop; the caller stores the commit.
+    pub fn drop_disc(&mut self, column: u8) -> Commit {
+        let pending = self.decide_drop(column);
+        self.advance(pending)
+    }
+}
+
+/// `commit` with its new state's pending deadlines replaced by `deadlines` (id, generation,
+/// due). Conecta 4 schedules none, so deadline tests dress engine commits this way.
+pub fn with_deadlines(commit: &Commit, deadlines: &[(&str, u64, i64)]) -> Commit {
+    let mut commit = commit.clone();
+    let mut state = commit.state.as_deref().expect("a commit with a state").clone();
+    state.deadlines = deadlines
+        .iter()
+        .map(|(id, generation, due_ms)| {
+            (id.to_string(), Deadline { generation: *generation, due_ms: *due_ms, payload: json!({ "id": id }) })
+        })
+        .collect();
+    state.next_generation = deadlines.iter().map(|d| d.1 + 1).max().unwrap_or(state.next_generation);
+    commit.state = Some(Arc::new(state));
+    commit
+}

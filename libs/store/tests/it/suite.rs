@@ -1,0 +1,447 @@
+//! THE behaviour suite every store backend passes (like quickwit's `metastore_test_suite!`).
+//!
+//! Each test is a generic async function over a [`Backend`]; [`store_suite!`] instantiates
+//! all of them for one backend, and [`durable_store_suite!`] adds the tests that only a
+//! durable backend can pass (reopening keeps everything). A new backend gets the whole
+//! contract by adding one `store_suite!` line in `main.rs`.
+
+use std::sync::Arc;
+
+use juegoland_core::{Commit, LoggedOp, ReceiptOutcome};
+use juegoland_protocol::RejectionCode;
+use juegoland_store::{DueDeadline, Store, StoreError};
+use uuid::Uuid;
+
+use crate::game::{Game, with_deadlines};
+
+/// A store backend under test: a fresh, empty store per test.
+#[async_trait::async_trait]
+pub trait Backend: Sized + Send {
+    /// A fresh empty store; `test` names the test (for schema or directory names).
+    async fn start(test: &str) -> Self;
+    fn store(&self) -> Arc<dyn Store>;
+    /// Closes the store and opens it again over the same data.
+    async fn reopen(&mut self);
+    /// Releases what `start` made (a schema, a directory).
+    async fn finish(self);
+}
+
+/// Instantiates every behaviour test for one backend type.
+#[macro_export]
+macro_rules! store_suite {
+    ($backend:ty) => {
+        $crate::store_suite!(@tests $backend;
+            round_trip,
+            stale_revision_conflicts,
+            stale_rejection_conflicts,
+            rejection_keeps_the_revision,
+            duplicate_receipt_conflicts,
+            creation_twice_conflicts,
+            commit_without_fence_conflicts,
+            failed_commit_leaves_nothing,
+            concurrent_commits_one_wins,
+            log_in_revision_order,
+            outbox_until_dispatched,
+            receipts_outlive_the_match,
+            deadlines_by_generation,
+        );
+    };
+    (@tests $backend:ty; $($test:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                let mut backend = <$backend as $crate::suite::Backend>::start(stringify!($test)).await;
+                $crate::suite::$test(&mut backend).await;
+                $crate::suite::Backend::finish(backend).await;
+            }
+        )*
+    };
+}
+
+/// Adds the tests only a durable backend passes.
+#[macro_export]
+macro_rules! durable_store_suite {
+    ($backend:ty) => {
+        $crate::store_suite!(@tests $backend; reopen_keeps_everything);
+    };
+}
+
+fn match_id(n: u128) -> Uuid {
+    Uuid::from_u128(0x5702_e000_0000 + n)
+}
+
+async fn commit_ok(store: &dyn Store, commit: &Commit) {
+    store.commit(commit).await.unwrap_or_else(|e| panic!("commit at {:?}: {e}", commit.expected_revision));
+}
+
+#[track_caller]
+fn assert_conflict(result: Result<(), StoreError>, match_id: Uuid) {
+    match result {
+        Err(StoreError::Conflict { match_id: m, .. }) => assert_eq!(m, match_id),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+/// A match created and played `moves` drops (columns 0, 1, 2, …), all stored.
+async fn played(store: &dyn Store, id: Uuid, moves: u8) -> (Game, Vec<Commit>) {
+    let (mut game, create) = Game::create(id);
+    commit_ok(store, &create).await;
+    let mut commits = vec![create];
+    for column in 0..moves {
+        let c = game.drop_disc(column % 7);
+        commit_ok(store, &c).await;
+        commits.push(c);
+    }
+    (game, commits)
+}
+
+pub async fn round_trip<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(1);
+    assert_eq!(store.load(id).await.unwrap(), None);
+    let (game, commits) = played(&*store, id, 2).await;
+    assert_eq!(store.load(id).await.unwrap().as_ref(), Some(game.live().state()));
+    assert_eq!(store.match_ids().await.unwrap(), vec![id]);
+    for c in &commits[1..] {
+        let r = c.receipt.as_ref().expect("a command receipt");
+        assert_eq!(store.receipt(&r.key).await.unwrap().as_ref(), Some(r));
+    }
+    let logged: Vec<_> = commits.iter().map(|c| c.log.clone().expect("a log entry")).collect();
+    assert_eq!(store.log(id).await.unwrap(), logged);
+    assert_eq!(store.log(match_id(99)).await.unwrap(), vec![]);
+}
+
+pub async fn stale_revision_conflicts<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(2);
+    let (mut game, _) = played(&*store, id, 1).await;
+    // Two decisions judged against the same revision: the second writer is stale.
+    let first = game.decide_drop(3);
+    let second = game.decide_drop(4);
+    commit_ok(&*store, &first.commit).await;
+    assert_conflict(store.commit(&second.commit).await, id);
+    let key = &second.commit.receipt.as_ref().unwrap().key;
+    assert_eq!(store.receipt(key).await.unwrap(), None, "a fenced commit stores no receipt");
+    let after_first = game.advance(first);
+    assert_eq!(store.load(id).await.unwrap().as_ref(), after_first.state.as_deref());
+    // A writer that is BEHIND by more than one revision is fenced too.
+    let late = game.decide_drop(5);
+    let skipped = game.drop_disc(6);
+    commit_ok(&*store, &skipped).await;
+    let even_later = game.drop_disc(0);
+    commit_ok(&*store, &even_later).await;
+    assert_conflict(store.commit(&late.commit).await, id);
+}
+
+pub async fn stale_rejection_conflicts<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(3);
+    let (mut game, _) = played(&*store, id, 0).await;
+    // A final rejection judged at revision 0 (bob is not to move) …
+    let bob_id = game.fresh_command_id();
+    let rejection = game.decide("bob", bob_id, 0, 1);
+    assert!(rejection.commit.state.is_none(), "a rejection changes no state");
+    assert!(matches!(
+        rejection.commit.receipt.as_ref().unwrap().outcome,
+        ReceiptOutcome::Rejected { code: RejectionCode::ActorNotEnabled, revision: 0 }
+    ));
+    // … is stale once another writer moved the match: it must be judged again.
+    let accepted = game.drop_disc(0);
+    commit_ok(&*store, &accepted).await;
+    assert_conflict(store.commit(&rejection.commit).await, id);
+    assert_eq!(store.receipt(&rejection.commit.receipt.as_ref().unwrap().key).await.unwrap(), None);
+    assert_eq!(store.load(id).await.unwrap().unwrap().revision, 1);
+}
+
+pub async fn rejection_keeps_the_revision<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(4);
+    let (mut game, commits) = played(&*store, id, 1).await;
+    let principal = if game.to_move() == "alice" { "bob" } else { "alice" };
+    let cmd = game.fresh_command_id();
+    let rejection = game.decide(principal, cmd, 1, 2);
+    commit_ok(&*store, &rejection.commit).await;
+    let receipt = rejection.commit.receipt.clone().unwrap();
+    assert_eq!(store.receipt(&receipt.key).await.unwrap(), Some(receipt));
+    let stored = store.load(id).await.unwrap().unwrap();
+    assert_eq!(stored.revision, 1, "a rejection never changes the revision");
+    assert_eq!(store.log(id).await.unwrap().len(), commits.len(), "a rejection logs nothing");
+    // The match moves on at the same revision.
+    commit_ok(&*store, &game.drop_disc(2)).await;
+    assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
+}
+
+pub async fn duplicate_receipt_conflicts<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(5);
+    let (mut game, _) = played(&*store, id, 0).await;
+    let alice_cmd = game.fresh_command_id();
+    let first = game.decide("alice", alice_cmd, 0, 3);
+    commit_ok(&*store, &first.commit).await;
+    let first = game.advance(first);
+    // A writer that missed the stored receipt judges the same command again (now stale);
+    // its revision fence passes but the receipt key is taken.
+    let again = game.decide("alice", alice_cmd, 0, 3);
+    assert_eq!(again.commit.expected_revision, Some(1));
+    assert_conflict(store.commit(&again.commit).await, id);
+    let key = &first.receipt.as_ref().unwrap().key;
+    assert_eq!(store.receipt(key).await.unwrap().as_ref(), first.receipt.as_ref(), "the original receipt stays");
+}
+
+pub async fn creation_twice_conflicts<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(6);
+    let (game, create) = Game::create(id);
+    commit_ok(&*store, &create).await;
+    assert_conflict(store.commit(&create).await, id);
+    let (_, other) = Game::create(id);
+    assert_conflict(store.commit(&other).await, id);
+    assert_eq!(store.load(id).await.unwrap().as_ref(), Some(game.live().state()));
+    assert_eq!(store.log(id).await.unwrap().len(), 1);
+    assert_eq!(store.match_ids().await.unwrap(), vec![id]);
+    // Creation is fenced by revision too: a match that exists is not at "no revision".
+    let mut at_none = game_commit_at(&*store, id).await;
+    at_none.expected_revision = None;
+    assert_conflict(store.commit(&at_none).await, id);
+}
+
+/// An accepted drop for the stored match `id`, as its actor would decide it.
+async fn game_commit_at(store: &dyn Store, id: Uuid) -> Commit {
+    let (mut game, _) = Game::create(id);
+    assert_eq!(store.load(id).await.unwrap().unwrap().revision, 0);
+    game.decide_drop(0).commit
+}
+
+pub async fn commit_without_fence_conflicts<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(7);
+    let (mut game, create) = Game::create(id);
+    let mut rejection = game.decide("bob", Uuid::from_u128(1), 0, 0).commit;
+    rejection.expected_revision = None;
+    // Neither a state nor a revision: there is no match to fence against.
+    assert_conflict(store.commit(&rejection).await, id);
+    commit_ok(&*store, &create).await;
+    assert_conflict(store.commit(&rejection).await, id);
+    assert_eq!(store.receipt(&rejection.receipt.unwrap().key).await.unwrap(), None);
+}
+
+pub async fn failed_commit_leaves_nothing<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(8);
+    let (mut game, _) = played(&*store, id, 0).await;
+    // Bob tries to move out of turn: a stored final rejection at revision 0.
+    let bob_cmd = game.fresh_command_id();
+    let rejected = game.decide("bob", bob_cmd, 0, 1);
+    commit_ok(&*store, &rejected.commit).await;
+    commit_ok(&*store, &game.drop_disc(0)).await;
+    let before = (
+        store.load(id).await.unwrap(),
+        store.log(id).await.unwrap(),
+        store.undispatched(1_000).await.unwrap(),
+        store.due_deadlines(i64::MAX, 100).await.unwrap(),
+    );
+    // Bob retries the same command id now that it is his turn, by a writer that missed the
+    // stored receipt: the revision fence passes and the state update runs, then the receipt
+    // collides. The WHOLE commit (state, log, deadlines, outbox) must be undone.
+    let late = game.decide("bob", bob_cmd, 1, 1);
+    let late = with_deadlines(&late.commit, &[("clock", 1, 5_000)]);
+    assert!(late.state.is_some() && late.log.is_some() && !late.publications.is_empty());
+    assert_conflict(store.commit(&late).await, id);
+    let after = (
+        store.load(id).await.unwrap(),
+        store.log(id).await.unwrap(),
+        store.undispatched(1_000).await.unwrap(),
+        store.due_deadlines(i64::MAX, 100).await.unwrap(),
+    );
+    assert_eq!(after, before, "a failed commit left something behind");
+    assert_eq!(
+        store.receipt(&rejected.commit.receipt.as_ref().unwrap().key).await.unwrap().as_ref(),
+        rejected.commit.receipt.as_ref(),
+        "the original receipt is untouched"
+    );
+}
+
+pub async fn concurrent_commits_one_wins<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(9);
+    let (mut game, _) = played(&*store, id, 1).await;
+    let decisions: Vec<_> = (0..7).map(|column| game.decide_drop(column).commit).collect();
+    let tasks: Vec<_> = decisions
+        .into_iter()
+        .map(|c| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.commit(&c).await })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tasks {
+        match t.await.expect("commit task") {
+            Ok(()) => won += 1,
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(won, 1, "exactly one writer wins a revision");
+    assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
+    assert_eq!(store.log(id).await.unwrap().len(), 3);
+}
+
+pub async fn log_in_revision_order<B: Backend>(b: &mut B) {
+    let store = b.store();
+    // Two interleaved matches: each log is its own, in revision order.
+    let (mut a, _) = played(&*store, match_id(11), 0).await;
+    let (mut z, _) = played(&*store, match_id(10), 0).await;
+    for column in [3, 3, 4, 2, 5] {
+        commit_ok(&*store, &a.drop_disc(column)).await;
+        commit_ok(&*store, &z.drop_disc(6 - column)).await;
+    }
+    for (id, game) in [(match_id(11), &a), (match_id(10), &z)] {
+        let log = store.log(id).await.unwrap();
+        assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), (0..=game.revision()).collect::<Vec<_>>());
+        assert!(matches!(log[0].op, LoggedOp::Create { .. }));
+        assert!(log[1..].iter().all(|e| matches!(e.op, LoggedOp::Command { .. })));
+        assert!(log.windows(2).all(|w| w[0].instant_ms <= w[1].instant_ms));
+    }
+    assert_eq!(store.match_ids().await.unwrap(), vec![match_id(10), match_id(11)], "match ids in id order");
+}
+
+pub async fn outbox_until_dispatched<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (id_a, id_b) = (match_id(21), match_id(20));
+    let (mut game_a, mut a) = played(&*store, id_a, 1).await;
+    // Revision 2 of `a` also publishes to authorized spectators (recipient `None`), after
+    // the seats: the order of one revision's publications is kept.
+    let mut with_spectators = game_a.drop_disc(2);
+    let mut spectators = with_spectators.publications[0].clone();
+    spectators.recipient = None;
+    with_spectators.publications.push(spectators);
+    commit_ok(&*store, &with_spectators).await;
+    a.push(with_spectators);
+    let (_, bb) = played(&*store, id_b, 1).await;
+    let expected = |commits: &[Commit]| -> Vec<_> { commits.iter().flat_map(|c| c.publications.clone()).collect() };
+    assert!(a[1..].iter().all(|c| !c.publications.is_empty()), "every accepted command publishes");
+    // Ordered by match, then revision, then the order of publication.
+    let mut all = expected(&bb);
+    all.extend(expected(&a));
+    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    assert_eq!(rows, all);
+    assert_eq!(rows.last().unwrap().recipient, None);
+    let limited = store.undispatched(3).await.unwrap();
+    assert_eq!(limited.into_iter().map(|r| r.publication).collect::<Vec<_>>(), all[..3]);
+    // Marking is per match and up to a revision.
+    store.mark_dispatched(id_a, 1).await.unwrap();
+    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let mut left = expected(&bb);
+    left.extend(expected(&a[2..]));
+    assert_eq!(rows, left);
+    store.mark_dispatched(id_a, 1).await.unwrap();
+    store.mark_dispatched(id_b, 5).await.unwrap();
+    store.mark_dispatched(id_a, 2).await.unwrap();
+    assert_eq!(store.undispatched(1_000).await.unwrap(), vec![]);
+}
+
+pub async fn receipts_outlive_the_match<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(30);
+    let (mut game, _) = played(&*store, id, 0).await;
+    // Alice stacks column 0 and wins on her fourth disc.
+    let mut commits = vec![];
+    for column in [0, 1, 0, 1, 0, 1, 0] {
+        let c = game.drop_disc(column);
+        commit_ok(&*store, &c).await;
+        commits.push(c);
+    }
+    let stored = store.load(id).await.unwrap().unwrap();
+    assert!(stored.is_finished(), "the match is over");
+    // A command after the end is a final rejection, stored like any other.
+    let cmd = game.fresh_command_id();
+    let late = game.decide("bob", cmd, game.revision(), 2);
+    assert!(matches!(
+        late.commit.receipt.as_ref().unwrap().outcome,
+        ReceiptOutcome::Rejected { code: RejectionCode::MatchFinished, .. }
+    ));
+    commit_ok(&*store, &late.commit).await;
+    commits.push(late.commit);
+    for c in &commits {
+        let r = c.receipt.as_ref().unwrap();
+        assert_eq!(store.receipt(&r.key).await.unwrap().as_ref(), Some(r), "receipts live as long as the match");
+    }
+}
+
+pub async fn deadlines_by_generation<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (id_a, id_b) = (match_id(40), match_id(41));
+    let (mut a, _) = played(&*store, id_a, 0).await;
+    let (mut bg, _) = played(&*store, id_b, 0).await;
+    let due = |m, id: &str, generation, due_ms| DueDeadline { match_id: m, deadline_id: id.into(), generation, due_ms };
+
+    commit_ok(&*store, &with_deadlines(&a.drop_disc(0), &[("turn", 1, 5_000), ("idle", 2, 9_000)])).await;
+    commit_ok(&*store, &with_deadlines(&bg.drop_disc(0), &[("turn", 1, 4_000)])).await;
+    assert_eq!(store.due_deadlines(3_999, 10).await.unwrap(), vec![]);
+    assert_eq!(
+        store.due_deadlines(9_000, 10).await.unwrap(),
+        vec![due(id_b, "turn", 1, 4_000), due(id_a, "turn", 1, 5_000), due(id_a, "idle", 2, 9_000)],
+        "earliest first"
+    );
+    assert_eq!(store.due_deadlines(9_000, 1).await.unwrap(), vec![due(id_b, "turn", 1, 4_000)]);
+
+    // Rescheduling `turn` replaces its generation; `idle` is cancelled (no longer in the state).
+    commit_ok(&*store, &with_deadlines(&a.drop_disc(1), &[("turn", 3, 6_000)])).await;
+    assert_eq!(
+        store.due_deadlines(i64::MAX, 10).await.unwrap(),
+        vec![due(id_b, "turn", 1, 4_000), due(id_a, "turn", 3, 6_000)]
+    );
+    // A commit that keeps a deadline keeps it once.
+    commit_ok(&*store, &with_deadlines(&a.drop_disc(2), &[("turn", 3, 6_000)])).await;
+    assert_eq!(store.due_deadlines(i64::MAX, 10).await.unwrap().len(), 2);
+    // A state without deadlines clears the match's pending ones.
+    commit_ok(&*store, &bg.drop_disc(1)).await;
+    assert_eq!(store.due_deadlines(i64::MAX, 10).await.unwrap(), vec![due(id_a, "turn", 3, 6_000)]);
+    assert_eq!(
+        store.load(id_a).await.unwrap().unwrap().deadlines.keys().collect::<Vec<_>>(),
+        vec!["turn"],
+        "the state carries the pending deadlines"
+    );
+}
+
+pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
+    let id = match_id(50);
+    let store = b.store();
+    let (mut game, commits) = played(&*store, id, 3).await;
+    let last = with_deadlines(&game.drop_disc(4), &[("turn", 1, 7_000)]);
+    commit_ok(&*store, &last).await;
+    let cmd = game.fresh_command_id();
+    let rejection = game.decide("bob", cmd, 0, 0);
+    commit_ok(&*store, &rejection.commit).await;
+    store.mark_dispatched(id, 2).await.unwrap();
+    let snapshot = |store: Arc<dyn Store>| {
+        let keys: Vec<_> =
+            commits[1..].iter().chain([&rejection.commit]).map(|c| c.receipt.as_ref().unwrap().key.clone()).collect();
+        async move {
+            let mut receipts = vec![];
+            for k in &keys {
+                receipts.push(store.receipt(k).await.unwrap().expect("a stored receipt"));
+            }
+            (
+                store.load(id).await.unwrap().expect("the match"),
+                store.log(id).await.unwrap(),
+                receipts,
+                store.match_ids().await.unwrap(),
+                store.undispatched(1_000).await.unwrap(),
+                store.due_deadlines(i64::MAX, 10).await.unwrap(),
+            )
+        }
+    };
+    let before = snapshot(Arc::clone(&store)).await;
+    drop(store);
+    b.reopen().await;
+    let store = b.store();
+    let after = snapshot(Arc::clone(&store)).await;
+    assert_eq!(after, before);
+    assert_eq!(Some(&after.0), last.state.as_deref());
+    assert_eq!(after.1.len(), 5);
+    // The reopened store goes on fencing and committing.
+    let next = game.drop_disc(5);
+    commit_ok(&*store, &next).await;
+    assert_conflict(store.commit(&next).await, id);
+}

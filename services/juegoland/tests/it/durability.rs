@@ -1,0 +1,103 @@
+//! Durability of the all-in-one's embedded store: a killed process keeps every match,
+//! receipt and pending publication; a crash right after a commit and before any answer is
+//! recovered from the receipt and the outbox without re-running rules; stored matches
+//! replay with `juegoland replay`.
+
+use std::process::Command;
+
+use juegoland_store::{SqliteStore, Store};
+use serde_json::json;
+
+use crate::client::{Server, command, data_dir, uuid};
+
+#[tokio::test]
+async fn a_killed_process_keeps_matches_and_receipts() {
+    let dir = data_dir();
+    let server = Server::start_in(&dir, &[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+    let mut last = None;
+    for (i, column) in [3u64, 4, 3].iter().enumerate() {
+        let player = if i % 2 == 0 { &mut alice } else { &mut bob };
+        let cmd = command(&m, &uuid(), i as u64, *column);
+        player.send(&cmd).await;
+        assert_eq!(player.recv_type("game.ack").await.0["status"], "applied");
+        last = Some(cmd);
+    }
+    drop((alice, bob));
+    drop(server); // SIGKILL: no graceful shutdown.
+
+    let server = Server::start_in(&dir, &[]);
+    let mut alice = server.connect("alice").await;
+    let snap = alice.sync(&m, "after-restart").await;
+    assert_eq!(snap["revision"], 3);
+    assert_eq!(snap["view"]["moveCount"], 3);
+    // The receipt survived: the retry is a duplicate, not a second move.
+    alice.send(last.as_ref().unwrap()).await;
+    let (dup, _) = alice.recv_type("game.ack").await;
+    assert_eq!(dup["duplicate"], true);
+    assert_eq!(dup["revision"], 3);
+    // And play goes on.
+    let mut bob = server.connect("bob").await;
+    bob.send(&command(&m, &uuid(), 3, 0)).await;
+    assert_eq!(bob.recv_type("game.ack").await.0["revision"], 4);
+}
+
+#[tokio::test]
+async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
+    let dir = data_dir();
+    // The second actor commit aborts the process before it answers or publishes.
+    let server = Server::start_in(&dir, &["--fault-crash-after-commits", "2"]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+    alice.sync(&m, "a").await;
+    bob.sync(&m, "b").await;
+    alice.send(&command(&m, &uuid(), 0, 3)).await;
+    assert_eq!(alice.recv_type("game.ack").await.0["status"], "applied");
+    let crashing = command(&m, &uuid(), 1, 4);
+    bob.send(&crashing).await;
+    let status = server.wait_exit();
+    assert!(!status.success(), "the process aborted: {status:?}");
+
+    let server = Server::start_in(&dir, &[]);
+    let mut bob = server.connect("bob").await;
+    // The client never got an answer: it asks, then retries the same command.
+    bob.send(&json!({"protocolVersion":1,"type":"game.command-status","matchId":m,"commandId":crashing["commandId"]}))
+        .await;
+    let status = bob.recv().await;
+    assert_eq!(status["type"], "game.ack", "the receipt was committed: {status}");
+    assert_eq!(status["revision"], 2);
+    bob.send(&crashing).await;
+    let (retry, _) = bob.recv_type("game.ack").await;
+    assert_eq!(
+        (retry["status"].as_str(), retry["revision"].as_u64(), retry["duplicate"].as_bool()),
+        (Some("applied"), Some(2), Some(true))
+    );
+    let snap = bob.sync(&m, "b2").await;
+    assert_eq!(snap["revision"], 2);
+    assert_eq!(snap["view"]["lastMove"]["column"], 4);
+    // Give the sweeper (1 s) time to dispatch what the crash left in the outbox.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    drop(bob);
+    drop(server);
+
+    let store = SqliteStore::open(&dir).await.expect("open the store after the server stopped");
+    let id = m.parse().unwrap();
+    let log = store.log(id).await.unwrap();
+    assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), [0, 1, 2], "rules ran once per revision");
+    assert!(store.undispatched(100).await.unwrap().is_empty(), "the sweeper dispatched the crash's publications");
+    store.close().await;
+
+    // The stored match replays from its log and trace.
+    let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+        .args(["replay", "--data-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run juegoland replay");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("ok        {m} revision 2")), "{text}");
+    assert!(text.contains("1 matches replayed, 0 diverged"), "{text}");
+}
