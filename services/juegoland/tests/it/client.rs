@@ -18,10 +18,27 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
+    /// The data directory this server created for itself (removed on drop).
+    _own_dir: Option<DataDir>,
 }
 
-/// A fresh, empty data directory for one test's embedded store.
-pub fn data_dir() -> std::path::PathBuf {
+/// A fresh, empty data directory for one test's embedded store, removed when dropped.
+pub struct DataDir(std::path::PathBuf);
+
+impl std::ops::Deref for DataDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn data_dir() -> DataDir {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -31,13 +48,16 @@ pub fn data_dir() -> std::path::PathBuf {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
     ));
     std::fs::create_dir_all(&dir).expect("create a data dir");
-    dir
+    DataDir(dir)
 }
 
 impl Server {
     /// A server with its own fresh embedded store.
     pub fn start(extra: &[&str]) -> Server {
-        Server::start_in(&data_dir(), extra)
+        let dir = data_dir();
+        let mut server = Server::start_in(&dir, extra);
+        server._own_dir = Some(dir);
+        server
     }
 
     /// A server on the embedded store in `dir` (which may hold earlier matches).
@@ -61,7 +81,7 @@ impl Server {
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
             .parse()
             .expect("address");
-        Server { child, addr }
+        Server { child, addr, _own_dir: None }
     }
 
     /// One HTTP request; returns (status, JSON body).

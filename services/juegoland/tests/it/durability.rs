@@ -83,7 +83,7 @@ async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
     drop(bob);
     drop(server);
 
-    let store = SqliteStore::open(&dir).await.expect("open the store after the server stopped");
+    let store = SqliteStore::open(&*dir).await.expect("open the store after the server stopped");
     let id = m.parse().unwrap();
     let log = store.log(id).await.unwrap();
     assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), [0, 1, 2], "rules ran once per revision");
@@ -93,7 +93,7 @@ async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
     // The stored match replays from its log and trace.
     let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
         .args(["replay", "--data-dir"])
-        .arg(&dir)
+        .arg(&*dir)
         .output()
         .expect("run juegoland replay");
     let text = String::from_utf8_lossy(&out.stdout);
