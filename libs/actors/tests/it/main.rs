@@ -1,6 +1,7 @@
 //! The match host with the in-memory store and the local bus: activation, passivation,
 //! re-activation from the last commit, bot seats, dispatch to the bus, and rule faults that
-//! commit nothing.
+//! commit nothing. `pg` runs the host on PostgreSQL: two nodes owning one match, and a
+//! server restarted under load.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorCode, Precondi
 use juegoland_store::{MemoryStore, Store};
 use serde_json::json;
 use uuid::Uuid;
+
+mod pg;
 
 async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     let mut registry = Registry::new();

@@ -4,7 +4,7 @@
 //! PostgreSQL: the suite uses the server at `postgres://postgres@127.0.0.1:5432/test`
 //! (`JUEGOLAND_TEST_DATABASE_URL` overrides) and fails, never skips, when it is down; the
 //! outage tests start their own server with the binaries under `/usr/lib/postgresql/*/bin`
-//! (`JUEGOLAND_TEST_PG_BIN` overrides).
+//! (`JUEGOLAND_TEST_PG_BIN` overrides). Both come from `juegoland-testkit`.
 
 mod backends;
 mod game;

@@ -1,0 +1,52 @@
+//! Test support shared by the integration tests of the crates that store to PostgreSQL.
+//!
+//! Owns: [`TempDir`], the shared test server ([`pg_url`], [`pg_admin`]), a unique schema per
+//! test on it ([`TestSchema`]), and private servers that a test crashes and restarts
+//! ([`ThrowawayPg`]). Used only under `[dev-dependencies]`.
+//! Must not use: any other workspace crate (it sits below the crates whose tests use it,
+//! so `juegoland-store` can dev-depend on it without a cycle), or any service.
+//!
+//! Which to choose:
+//! - a test that needs PostgreSQL to be up and shared by many tests: [`TestSchema`] on the
+//!   real server at `postgres://postgres@127.0.0.1:5432/test` (`JUEGOLAND_TEST_DATABASE_URL`
+//!   overrides). A server that is down FAILS the test with the command that starts it: the
+//!   tests never skip.
+//! - a test that kills the server: [`ThrowawayPg`], started with the binaries under
+//!   `/usr/lib/postgresql/*/bin` (`JUEGOLAND_TEST_PG_BIN` overrides).
+
+mod pg;
+mod throwaway;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use pg::{DEFAULT_PG_URL, TestSchema, pg_admin, pg_url};
+pub use throwaway::{ThrowawayPg, free_port, pg_bin, run};
+
+/// A directory under the system temp dir, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A new empty directory, `juegoland-<label>-<pid>-<n>`.
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "juegoland-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create a temp dir");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
