@@ -56,6 +56,14 @@ impl TestSchema {
         TestSchema { admin, name, options }
     }
 
+    /// A database URL that selects this schema (for processes started by the test, such
+    /// as `juegoland dev --database-url`).
+    pub fn url(&self) -> String {
+        let base = pg_url();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{sep}options[search_path]={}", self.name)
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -44,11 +44,53 @@ async fn a_killed_process_keeps_matches_and_receipts() {
     assert_eq!(bob.recv_type("game.ack").await.0["revision"], 4);
 }
 
+/// Where a crash test's server keeps its matches.
+enum Backend {
+    /// The data directory's SQLite file.
+    Embedded,
+    Postgres(juegoland_testkit::TestSchema),
+}
+
+impl Backend {
+    fn args(&self) -> Vec<String> {
+        match self {
+            Backend::Embedded => vec![],
+            Backend::Postgres(schema) => vec!["--database-url".into(), schema.url()],
+        }
+    }
+
+    async fn store(&self, dir: &std::path::Path) -> Box<dyn Store> {
+        match self {
+            Backend::Embedded => Box::new(SqliteStore::open(dir).await.expect("open the embedded store")),
+            Backend::Postgres(schema) => Box::new(
+                juegoland_store::PgStore::connect_with(juegoland_store::PgStore::pool_options(), schema.options())
+                    .await
+                    .expect("connect to the test schema"),
+            ),
+        }
+    }
+}
+
 #[tokio::test]
-async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
+async fn crash_after_commit_before_sending_recovers_on_the_embedded_store() {
+    crash_after_commit_before_sending(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn crash_after_commit_before_sending_recovers_on_postgres() {
+    let schema = juegoland_testkit::TestSchema::create("juegoland_e2e", "crash_after_commit").await;
+    crash_after_commit_before_sending(Backend::Postgres(schema)).await;
+}
+
+/// Acceptance "crash after commit, before sending": recovery from the receipt and the
+/// outbox, rules not re-run.
+async fn crash_after_commit_before_sending(backend: Backend) {
     let dir = data_dir();
+    let mut args: Vec<String> = backend.args();
+    args.extend(["--fault-crash-after-commits".to_string(), "2".to_string()]);
+    let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
     // The second actor commit aborts the process before it answers or publishes.
-    let server = Server::start_in(&dir, &["--fault-crash-after-commits", "2"]);
+    let server = Server::start_in(&dir, &args_ref);
     let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
     let mut alice = server.connect("alice").await;
     let mut bob = server.connect("bob").await;
@@ -61,7 +103,9 @@ async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
     let status = server.wait_exit();
     assert!(!status.success(), "the process aborted: {status:?}");
 
-    let server = Server::start_in(&dir, &[]);
+    let restart_args = backend.args();
+    let restart_ref: Vec<&str> = restart_args.iter().map(String::as_str).collect();
+    let server = Server::start_in(&dir, &restart_ref);
     let mut bob = server.connect("bob").await;
     // The client never got an answer: it asks, then retries the same command.
     bob.send(&json!({"protocolVersion":1,"type":"game.command-status","matchId":m,"commandId":crashing["commandId"]}))
@@ -83,21 +127,25 @@ async fn crash_after_commit_before_sending_recovers_from_receipt_and_outbox() {
     drop(bob);
     drop(server);
 
-    let store = SqliteStore::open(&*dir).await.expect("open the store after the server stopped");
+    let store = backend.store(&dir).await;
     let id = m.parse().unwrap();
     let log = store.log(id).await.unwrap();
     assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), [0, 1, 2], "rules ran once per revision");
     assert!(store.undispatched(100).await.unwrap().is_empty(), "the sweeper dispatched the crash's publications");
-    store.close().await;
+    drop(store);
 
     // The stored match replays from its log and trace.
     let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
         .args(["replay", "--data-dir"])
         .arg(&*dir)
+        .args(backend.args())
         .output()
         .expect("run juegoland replay");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains(&format!("ok        {m} revision 2")), "{text}");
     assert!(text.contains("1 matches replayed, 0 diverged"), "{text}");
+    if let Backend::Postgres(schema) = backend {
+        schema.drop_schema().await;
+    }
 }
