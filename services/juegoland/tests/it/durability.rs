@@ -48,7 +48,7 @@ async fn a_killed_process_keeps_matches_and_receipts() {
 enum Backend {
     /// The data directory's SQLite file.
     Embedded,
-    Postgres(juegoland_testkit::TestSchema),
+    Postgres(Box<juegoland_testkit::TestSchema>),
 }
 
 impl Backend {
@@ -79,7 +79,7 @@ async fn crash_after_commit_before_sending_recovers_on_the_embedded_store() {
 #[tokio::test]
 async fn crash_after_commit_before_sending_recovers_on_postgres() {
     let schema = juegoland_testkit::TestSchema::create("juegoland_e2e", "crash_after_commit").await;
-    crash_after_commit_before_sending(Backend::Postgres(schema)).await;
+    crash_after_commit_before_sending(Backend::Postgres(Box::new(schema))).await;
 }
 
 /// Acceptance "crash after commit, before sending": recovery from the receipt and the
