@@ -31,6 +31,7 @@ use uuid::Uuid;
 
 mod memory;
 mod pg;
+mod pg_batch;
 mod rows;
 mod sqlite;
 

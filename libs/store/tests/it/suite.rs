@@ -40,6 +40,7 @@ macro_rules! store_suite {
             commit_without_fence_conflicts,
             failed_commit_leaves_nothing,
             concurrent_commits_one_wins,
+            a_fenced_commit_does_not_fail_the_others,
             log_in_revision_order,
             outbox_until_dispatched,
             receipts_outlive_the_match,
@@ -284,6 +285,40 @@ pub async fn concurrent_commits_one_wins<B: Backend>(b: &mut B) {
     assert_eq!(won, 1, "exactly one writer wins a revision");
     assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
     assert_eq!(store.log(id).await.unwrap().len(), 3);
+}
+
+/// Commits of many matches at once (PostgreSQL groups them into shared transactions): a
+/// stale one among them is fenced alone; every other match commits.
+pub async fn a_fenced_commit_does_not_fail_the_others<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let mut games = Vec::new();
+    for n in 0..24 {
+        games.push(played(&*store, match_id(100 + n), 1).await.0);
+    }
+    // Match 0's next decision goes stale: another writer commits first.
+    let stale = games[0].decide_drop(2).commit;
+    let winner = games[0].drop_disc(3);
+    commit_ok(&*store, &winner).await;
+    let mut commits = vec![stale];
+    commits.extend(games[1..].iter_mut().map(|g| g.drop_disc(4)));
+    let tasks: Vec<_> = commits
+        .into_iter()
+        .map(|c| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { (c.match_id, store.commit(&c).await) })
+        })
+        .collect();
+    for t in tasks {
+        let (id, result) = t.await.expect("commit task");
+        if id == match_id(100) {
+            assert_conflict(result, id);
+        } else {
+            result.unwrap_or_else(|e| panic!("{id} failed with the stale one: {e}"));
+            assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
+            assert_eq!(store.log(id).await.unwrap().len(), 3);
+        }
+    }
+    assert_eq!(store.load(match_id(100)).await.unwrap().unwrap().revision, 2, "the winner's revision stands");
 }
 
 pub async fn log_in_revision_order<B: Backend>(b: &mut B) {
