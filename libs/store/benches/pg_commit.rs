@@ -30,6 +30,10 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use uuid::Uuid;
 
+// The same allocator as the `juegoland` binary, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const LEVELS: [usize; 4] = [1, 16, 64, 256];
 
 fn url() -> String {
