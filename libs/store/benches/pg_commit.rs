@@ -10,7 +10,8 @@
 //!
 //! Run: `cargo bench -p juegoland-store --bench pg_commit` against the server at
 //! `JUEGOLAND_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
-//! `JUEGOLAND_BENCH_SECONDS` sets the duration of each step (default 5).
+//! `JUEGOLAND_BENCH_SECONDS` sets the duration of each step (default 5);
+//! `JUEGOLAND_BENCH_LEVELS=64` runs only the listed concurrency levels.
 
 // A benchmark is the shell: it reads clocks, the environment and /proc.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -38,6 +39,14 @@ const LEVELS: [usize; 4] = [1, 16, 64, 256];
 
 fn url() -> String {
     std::env::var("JUEGOLAND_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// The concurrency levels to run: `JUEGOLAND_BENCH_LEVELS=64` or `1,64` (default all).
+fn levels() -> Vec<usize> {
+    std::env::var("JUEGOLAND_BENCH_LEVELS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|v| v.trim().parse().ok()).collect())
+        .unwrap_or_else(|| LEVELS.to_vec())
 }
 
 fn seconds() -> u64 {
@@ -250,7 +259,7 @@ async fn main() {
     println!("PgStore commits (one transaction per command), {} s per step:", seconds());
     println!("| matches | commands | commands/s | p50 ms | p99 ms | PostgreSQL CPU ms/command | bytes/command |");
     println!("|---|---|---|---|---|---|---|");
-    for (i, n) in LEVELS.iter().enumerate() {
+    for (i, n) in levels().iter().enumerate() {
         let s = run_level(store.clone(), &engine, &mut admin, &schema, *n, (i as u64 + 1) << 40).await;
         println!(
             "| {n} | {} | {:.0} | {:.2} | {:.2} | {:.3} | {:.0} |",
@@ -276,7 +285,7 @@ async fn main() {
     println!("pgbench, the same transaction shape (one per command):");
     println!("| matches (clients, at most 64) | transactions/s | PostgreSQL CPU ms/transaction |");
     println!("|---|---|---|");
-    for n in LEVELS {
+    for n in levels() {
         // The server allows 100 connections in all; pgbench keeps a margin for others.
         let (tps, cpu) = pgbench(&url, &schema, n.min(64), n);
         println!("| {n} | {tps:.0} | {cpu:.3} |");

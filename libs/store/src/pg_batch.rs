@@ -1,15 +1,16 @@
 //! Group commit for PostgreSQL: the commits of different matches that arrive while a
 //! transaction is in flight share the next one, written with multi-row statements.
 //!
-//! Each match's commit stays atomic and isolated. Inside one transaction the fences are
-//! checked for the whole batch first (creation `INSERT … ON CONFLICT DO NOTHING RETURNING`,
-//! the revision compare-and-set as one `UPDATE … FROM UNNEST … RETURNING`, `SELECT … FOR
-//! UPDATE` for rejection-only commits), then receipts and log entries are inserted with
-//! `ON CONFLICT DO NOTHING RETURNING`. If any commit lost its fence, the transaction is
-//! rolled back, those commits get [`StoreError::Conflict`], and the rest are retried at once
-//! in a new transaction: a fenced match never fails the others, it costs them one retry.
-//! A transient failure fails the whole batch with [`StoreError::Unavailable`]: nothing of
-//! it is committed, and every caller retries its own command.
+//! Each match's commit stays atomic and isolated. One statement ([`WRITE`]) carries the
+//! whole batch: its data-modifying `WITH` clauses check the fences (creation `INSERT … ON
+//! CONFLICT DO NOTHING RETURNING`, the revision compare-and-set as one `UPDATE … FROM UNNEST
+//! … RETURNING`, `SELECT … FOR UPDATE` for rejection-only commits) and write the receipts,
+//! log entries, participants and outbox rows of the matches that passed. If any commit lost
+//! its fence (or its receipt or log entry already existed), the transaction is rolled back,
+//! those commits get [`StoreError::Conflict`], and the rest are retried at once in a new
+//! transaction: a fenced match never fails the others, it costs them one retry. A transient
+//! failure fails the whole batch with [`StoreError::Unavailable`]: nothing of it is
+//! committed, and every caller retries its own command. Figures: `docs/benchmarks.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,7 +30,7 @@ const PG: Dialect = Dialect::Postgres;
 pub(crate) const MAX_BATCH: usize = 128;
 
 /// Transactions in flight at once (each takes a pooled connection).
-pub(crate) const COMMITTERS: usize = 4;
+pub(crate) const COMMITTERS: usize = 3;
 
 pub(crate) struct Job {
     pub commit: Commit,
@@ -129,327 +130,319 @@ fn db(e: sqlx::Error) -> Attempt {
 }
 
 /// One transaction for the batch: everything, or nothing and the fenced commits named.
+///
+/// The common case is three round trips: `BEGIN`, one statement whose data-modifying
+/// `WITH` clauses write every table but `deadlines` and report what passed its fence (and
+/// the pending deadlines of the updated matches), and `COMMIT`. A batch whose deadline rows
+/// change adds one statement. Rows of a commit that lost its fence are not written at all,
+/// so a stale writer meets no unique violation; the transaction is then rolled back.
 async fn attempt(pool: &PgPool, jobs: &[Job]) -> Result<(), Attempt> {
     let commits: Vec<&Commit> = jobs.iter().map(|j| &j.commit).collect();
-    let mut lost = BTreeSet::new();
-    for (i, c) in commits.iter().enumerate() {
-        if c.state.is_none() && c.expected_revision.is_none() {
-            lost.insert(i);
-        }
+    let unfenced: BTreeSet<usize> = commits
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.state.is_none() && c.expected_revision.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    if !unfenced.is_empty() {
+        return Err(Attempt::Fenced(unfenced));
     }
-    if !lost.is_empty() {
-        return Err(Attempt::Fenced(lost));
-    }
+    let batch = Batch::of(&commits)?;
     let mut tx = pool.begin().await.map_err(db)?;
-    fence(&mut tx, &commits, &mut lost).await?;
-    if lost.is_empty() {
-        receipts_and_log(&mut tx, &commits, &mut lost).await?;
-    }
+    let report = batch.write(&mut tx).await?;
+    let lost = fenced_out(&commits, &report)?;
     if !lost.is_empty() {
         // Dropping the transaction rolls it back.
         return Err(Attempt::Fenced(lost));
     }
-    participants(&mut tx, &commits).await?;
-    deadlines(&mut tx, &commits).await?;
-    outbox(&mut tx, &commits).await?;
+    deadlines(&mut tx, &commits, report.pending).await?;
     tx.commit().await.map_err(db)?;
     Ok(())
 }
 
-/// Creations, the revision compare-and-set and the fence of rejection-only commits.
-async fn fence(tx: &mut PgConnection, commits: &[&Commit], lost: &mut BTreeSet<usize>) -> Result<(), Attempt> {
-    let (mut create, mut update, mut check) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, c) in commits.iter().enumerate() {
-        match (c.expected_revision, &c.state) {
-            (None, Some(_)) => create.push(i),
-            (Some(_), Some(_)) => update.push(i),
-            (Some(_), None) => check.push(i),
-            (None, None) => unreachable!("refused before the transaction"),
-        }
-    }
-    let by_id = |idx: &[usize]| -> BTreeMap<Uuid, usize> { idx.iter().map(|i| (commits[*i].match_id, *i)).collect() };
+/// The statement that writes a batch. Every `WITH` clause reads the arrays of one kind of
+/// row; `passed` is the matches whose fence held, and only their rows are written.
+const WRITE: &str = "
+WITH
+  created AS (
+    INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
+    SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.revision, u.phase_epoch, u.status, u.state::jsonb
+    FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::text[])
+         AS u(match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
+    ON CONFLICT (match_id) DO NOTHING
+    RETURNING match_id),
+  updated AS (
+    UPDATE matches AS m SET revision = u.revision, phase_epoch = u.phase_epoch, status = u.status,
+           state = u.state::jsonb, updated_at = now()
+    FROM UNNEST($9::uuid[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
+         AS u(match_id, expected, revision, phase_epoch, status, state)
+    WHERE m.match_id = u.match_id AND m.revision = u.expected
+    RETURNING m.match_id),
+  checked AS (
+    SELECT m.match_id FROM matches AS m
+    JOIN UNNEST($15::uuid[], $16::int8[]) AS f(match_id, expected)
+      ON m.match_id = f.match_id AND m.revision = f.expected
+    FOR UPDATE OF m),
+  passed AS (
+    SELECT match_id FROM created UNION ALL SELECT match_id FROM updated UNION ALL SELECT match_id FROM checked),
+  receipts_in AS (
+    INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
+    SELECT u.match_id, u.principal, u.command_id, u.fingerprint, u.outcome::jsonb, u.revision
+    FROM UNNEST($17::uuid[], $18::text[], $19::uuid[], $20::text[], $21::text[], $22::int8[])
+         AS u(match_id, principal, command_id, fingerprint, outcome, revision)
+    WHERE u.match_id IN (SELECT match_id FROM passed)
+    ON CONFLICT DO NOTHING
+    RETURNING match_id, principal, command_id),
+  log_in AS (
+    INSERT INTO match_log (match_id, revision, instant_ms, entry)
+    SELECT u.match_id, u.revision, u.instant_ms, u.entry::jsonb
+    FROM UNNEST($23::uuid[], $24::int8[], $25::int8[], $26::text[]) AS u(match_id, revision, instant_ms, entry)
+    WHERE u.match_id IN (SELECT match_id FROM passed)
+    ON CONFLICT DO NOTHING
+    RETURNING match_id, revision),
+  seated AS (
+    INSERT INTO participants (match_id, seat, principal, bot_profile, status)
+    SELECT u.* FROM UNNEST($27::uuid[], $28::text[], $29::text[], $30::text[], $31::text[])
+         AS u(match_id, seat, principal, bot_profile, status)
+    WHERE u.match_id IN (SELECT match_id FROM created)),
+  reseated AS (
+    UPDATE participants AS p SET status = v.status
+    FROM UNNEST($32::uuid[], $33::text[], $34::text[]) AS v(match_id, seat, status)
+    WHERE p.match_id = v.match_id AND p.seat = v.seat AND p.status <> v.status
+      AND v.match_id IN (SELECT match_id FROM updated)),
+  published AS (
+    INSERT INTO outbox (match_id, revision, recipient, ordinal, payload)
+    SELECT u.* FROM UNNEST($35::uuid[], $36::int8[], $37::text[], $38::int4[], $39::text[])
+         AS u(match_id, revision, recipient, ordinal, payload)
+    WHERE u.match_id IN (SELECT match_id FROM passed)),
+  pending AS (
+    SELECT d.match_id, d.deadline_id, d.generation FROM deadlines AS d
+    WHERE d.match_id IN (SELECT match_id FROM updated) AND d.state = 'pending')
+SELECT 'p' AS kind, match_id, NULL::text AS name, NULL::uuid AS command_id, NULL::int8 AS number FROM passed
+UNION ALL SELECT 'r', match_id, principal, command_id, NULL FROM receipts_in
+UNION ALL SELECT 'l', match_id, NULL, NULL, revision FROM log_in
+UNION ALL SELECT 'd', match_id, deadline_id, NULL, generation FROM pending";
 
-    if !create.is_empty() {
-        let mut cols = Columns::default();
-        for i in &create {
-            let s = commits[*i].state.as_deref().expect("a creation has a state");
-            cols.push_state(s)?;
-        }
-        let rows = sqlx::query(
-            "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
-             SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.revision, u.phase_epoch, u.status, u.state::jsonb
-             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::text[])
-                  AS u(match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
-             ON CONFLICT (match_id) DO NOTHING RETURNING match_id",
-        )
-        .bind(&cols.ids)
-        .bind(&cols.game_ids)
-        .bind(&cols.rules_versions)
-        .bind(&cols.game_versions)
-        .bind(&cols.revisions)
-        .bind(&cols.epochs)
-        .bind(&cols.statuses)
-        .bind(&cols.states)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        mark_missing(&by_id(&create), &rows, lost)?;
-    }
-
-    if !update.is_empty() {
-        let mut cols = Columns::default();
-        let mut expected = Vec::new();
-        for i in &update {
-            let c = commits[*i];
-            cols.push_state(c.state.as_deref().expect("an update has a state"))?;
-            expected.push(rows::to_i64(c.expected_revision.expect("an update is fenced"), "expected revision")?);
-        }
-        let rows = sqlx::query(
-            "UPDATE matches AS m SET revision = u.revision, phase_epoch = u.phase_epoch, status = u.status,
-                    state = u.state::jsonb, updated_at = now()
-             FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::int8[], $5::text[], $6::text[])
-                  AS u(match_id, expected, revision, phase_epoch, status, state)
-             WHERE m.match_id = u.match_id AND m.revision = u.expected
-             RETURNING m.match_id",
-        )
-        .bind(&cols.ids)
-        .bind(&expected)
-        .bind(&cols.revisions)
-        .bind(&cols.epochs)
-        .bind(&cols.statuses)
-        .bind(&cols.states)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        mark_missing(&by_id(&update), &rows, lost)?;
-    }
-
-    if !check.is_empty() {
-        let ids: Vec<Uuid> = check.iter().map(|i| commits[*i].match_id).collect();
-        let expected = check
-            .iter()
-            .map(|i| rows::to_i64(commits[*i].expected_revision.expect("fenced"), "expected revision"))
-            .collect::<Result<Vec<_>, _>>()?;
-        // The rows stay locked until the receipts are stored.
-        let rows = sqlx::query(
-            "SELECT m.match_id FROM matches AS m
-             JOIN UNNEST($1::uuid[], $2::int8[]) AS f(match_id, expected)
-               ON m.match_id = f.match_id AND m.revision = f.expected
-             FOR UPDATE OF m",
-        )
-        .bind(&ids)
-        .bind(&expected)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        mark_missing(&by_id(&check), &rows, lost)?;
-    }
-    Ok(())
-}
-
-/// Adds to `lost` every commit whose match id did not come back.
-fn mark_missing(
-    wanted: &BTreeMap<Uuid, usize>,
-    returned: &[sqlx::postgres::PgRow],
-    lost: &mut BTreeSet<usize>,
-) -> Result<(), Attempt> {
-    let got = returned.iter().map(|r| r.try_get::<Uuid, _>(0)).collect::<Result<BTreeSet<Uuid>, _>>().map_err(db)?;
-    for (id, i) in wanted {
-        if !got.contains(id) {
-            lost.insert(*i);
-        }
-    }
-    Ok(())
-}
-
-/// The column arrays of `matches` rows.
+/// What the write statement reported.
 #[derive(Default)]
-struct Columns {
-    ids: Vec<Uuid>,
-    game_ids: Vec<String>,
-    rules_versions: Vec<String>,
-    game_versions: Vec<String>,
-    revisions: Vec<i64>,
-    epochs: Vec<i64>,
-    statuses: Vec<&'static str>,
-    states: Vec<String>,
+struct Report {
+    passed: BTreeSet<Uuid>,
+    receipts: BTreeSet<(Uuid, String, Uuid)>,
+    log: BTreeSet<(Uuid, i64)>,
+    /// The pending deadline rows of every updated match, before this commit.
+    pending: BTreeMap<Uuid, Vec<(String, i64)>>,
 }
 
-impl Columns {
-    fn push_state(&mut self, s: &juegoland_core::MatchState) -> Result<(), StoreError> {
-        self.ids.push(s.match_id);
-        self.game_ids.push(s.game.id.clone());
-        self.rules_versions.push(s.game.rules_version.clone());
-        self.game_versions.push(s.game_version.clone());
-        self.revisions.push(rows::to_i64(s.revision, "revision")?);
-        self.epochs.push(rows::to_i64(s.phase_epoch, "phase epoch")?);
-        self.statuses.push(rows::match_status(s));
-        self.states.push(rows::encode("match state", s)?);
-        Ok(())
+/// The column arrays of a batch, bound to [`WRITE`].
+#[derive(Default)]
+struct Batch<'a> {
+    created: Columns,
+    updated: Columns,
+    expected: Vec<i64>,
+    checked: Vec<Uuid>,
+    checked_expected: Vec<i64>,
+    receipts: ReceiptColumns<'a>,
+    log: LogColumns,
+    seated: SeatColumns<'a>,
+    reseated: (Vec<Uuid>, Vec<&'a str>, Vec<&'static str>),
+    outbox: OutboxColumns<'a>,
+}
+
+#[derive(Default)]
+struct ReceiptColumns<'a> {
+    ids: Vec<Uuid>,
+    principals: Vec<&'a str>,
+    command_ids: Vec<Uuid>,
+    fingerprints: Vec<&'a str>,
+    outcomes: Vec<String>,
+    revisions: Vec<i64>,
+}
+
+#[derive(Default)]
+struct LogColumns {
+    ids: Vec<Uuid>,
+    revisions: Vec<i64>,
+    instants: Vec<i64>,
+    entries: Vec<String>,
+}
+
+#[derive(Default)]
+struct SeatColumns<'a> {
+    ids: Vec<Uuid>,
+    seats: Vec<&'a str>,
+    principals: Vec<Option<&'a str>>,
+    bots: Vec<Option<&'a str>>,
+    statuses: Vec<&'static str>,
+}
+
+#[derive(Default)]
+struct OutboxColumns<'a> {
+    ids: Vec<Uuid>,
+    revisions: Vec<i64>,
+    recipients: Vec<&'a str>,
+    ordinals: Vec<i32>,
+    payloads: Vec<&'a str>,
+}
+
+impl<'a> Batch<'a> {
+    fn of(commits: &[&'a Commit]) -> Result<Batch<'a>, StoreError> {
+        let mut b = Batch::default();
+        for c in commits {
+            match (c.expected_revision, c.state.as_deref()) {
+                (None, Some(s)) => b.created.push_state(s)?,
+                (Some(expected), Some(s)) => {
+                    b.updated.push_state(s)?;
+                    b.expected.push(rows::to_i64(expected, "expected revision")?);
+                }
+                (Some(expected), None) => {
+                    b.checked.push(c.match_id);
+                    b.checked_expected.push(rows::to_i64(expected, "expected revision")?);
+                }
+                (None, None) => unreachable!("refused before the transaction"),
+            }
+            if let Some(r) = &c.receipt {
+                let revision = match r.outcome {
+                    ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
+                };
+                b.receipts.ids.push(r.key.match_id);
+                b.receipts.principals.push(r.key.principal.as_str());
+                b.receipts.command_ids.push(r.key.command_id);
+                b.receipts.fingerprints.push(r.fingerprint.as_str());
+                b.receipts.outcomes.push(rows::encode("receipt outcome", &r.outcome)?);
+                b.receipts.revisions.push(rows::to_i64(revision, "receipt revision")?);
+            }
+            if let Some(log) = &c.log {
+                b.log.ids.push(c.match_id);
+                b.log.revisions.push(rows::to_i64(log.revision, "log revision")?);
+                b.log.instants.push(log.instant_ms);
+                b.log.entries.push(rows::encode("log entry", log)?);
+            }
+            if let Some(state) = c.state.as_deref() {
+                for p in rows::participants(state) {
+                    if c.expected_revision.is_none() {
+                        b.seated.ids.push(c.match_id);
+                        b.seated.seats.push(p.seat);
+                        b.seated.principals.push(p.principal);
+                        b.seated.bots.push(p.bot_profile);
+                        b.seated.statuses.push(p.status);
+                    } else {
+                        b.reseated.0.push(c.match_id);
+                        b.reseated.1.push(p.seat);
+                        b.reseated.2.push(p.status);
+                    }
+                }
+            }
+            for (n, p) in c.publications.iter().enumerate() {
+                b.outbox.ids.push(c.match_id);
+                b.outbox.revisions.push(rows::to_i64(p.revision, "publication revision")?);
+                b.outbox.recipients.push(rows::recipient_column(p));
+                b.outbox
+                    .ordinals
+                    .push(i32::try_from(n).map_err(|_| StoreError::Corrupt("too many publications".into()))?);
+                b.outbox.payloads.push(&p.encoded);
+            }
+        }
+        Ok(b)
+    }
+
+    async fn write(&self, tx: &mut PgConnection) -> Result<Report, Attempt> {
+        let (c, u, r, l, s, o) = (&self.created, &self.updated, &self.receipts, &self.log, &self.seated, &self.outbox);
+        let found = sqlx::query(WRITE)
+            .bind(&c.ids)
+            .bind(&c.game_ids)
+            .bind(&c.rules_versions)
+            .bind(&c.game_versions)
+            .bind(&c.revisions)
+            .bind(&c.epochs)
+            .bind(&c.statuses)
+            .bind(&c.states)
+            .bind(&u.ids)
+            .bind(&self.expected)
+            .bind(&u.revisions)
+            .bind(&u.epochs)
+            .bind(&u.statuses)
+            .bind(&u.states)
+            .bind(&self.checked)
+            .bind(&self.checked_expected)
+            .bind(&r.ids)
+            .bind(&r.principals)
+            .bind(&r.command_ids)
+            .bind(&r.fingerprints)
+            .bind(&r.outcomes)
+            .bind(&r.revisions)
+            .bind(&l.ids)
+            .bind(&l.revisions)
+            .bind(&l.instants)
+            .bind(&l.entries)
+            .bind(&s.ids)
+            .bind(&s.seats)
+            .bind(&s.principals)
+            .bind(&s.bots)
+            .bind(&s.statuses)
+            .bind(&self.reseated.0)
+            .bind(&self.reseated.1)
+            .bind(&self.reseated.2)
+            .bind(&o.ids)
+            .bind(&o.revisions)
+            .bind(&o.recipients)
+            .bind(&o.ordinals)
+            .bind(&o.payloads)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let mut report = Report::default();
+        for row in found {
+            let kind: &str = row.try_get(0).map_err(db)?;
+            let id: Uuid = row.try_get(1).map_err(db)?;
+            match kind {
+                "p" => {
+                    report.passed.insert(id);
+                }
+                "r" => {
+                    report.receipts.insert((id, row.try_get(2).map_err(db)?, row.try_get(3).map_err(db)?));
+                }
+                "l" => {
+                    report.log.insert((id, row.try_get(4).map_err(db)?));
+                }
+                _ => report
+                    .pending
+                    .entry(id)
+                    .or_default()
+                    .push((row.try_get(2).map_err(db)?, row.try_get(4).map_err(db)?)),
+            }
+        }
+        Ok(report)
     }
 }
 
-/// Receipts and log entries; a key that already exists means the commit's judgement is
-/// stale (another writer stored it): that commit is fenced.
-async fn receipts_and_log(
+/// The commits (indexes into the batch) that lost their fence: the match failed its
+/// compare-and-set, or its receipt or log entry already existed (the judgement is stale:
+/// another writer stored it).
+fn fenced_out(commits: &[&Commit], report: &Report) -> Result<BTreeSet<usize>, StoreError> {
+    let mut lost = BTreeSet::new();
+    for (i, c) in commits.iter().enumerate() {
+        let receipt_stored = c
+            .receipt
+            .as_ref()
+            .is_none_or(|r| report.receipts.contains(&(r.key.match_id, r.key.principal.clone(), r.key.command_id)));
+        let log_stored = match &c.log {
+            Some(log) => report.log.contains(&(c.match_id, rows::to_i64(log.revision, "log revision")?)),
+            None => true,
+        };
+        if !report.passed.contains(&c.match_id) || !receipt_stored || !log_stored {
+            lost.insert(i);
+        }
+    }
+    Ok(lost)
+}
+
+/// The pending deadline rows of each match (`pending`, as read before this commit) become
+/// exactly its state's deadlines.
+async fn deadlines(
     tx: &mut PgConnection,
     commits: &[&Commit],
-    lost: &mut BTreeSet<usize>,
+    mut pending: BTreeMap<Uuid, Vec<(String, i64)>>,
 ) -> Result<(), Attempt> {
-    let (mut idx, mut ids, mut principals, mut command_ids, mut fingerprints, mut outcomes, mut revisions) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, c) in commits.iter().enumerate() {
-        if let Some(r) = &c.receipt {
-            let revision = match r.outcome {
-                ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
-            };
-            idx.push(i);
-            ids.push(r.key.match_id);
-            principals.push(r.key.principal.as_str());
-            command_ids.push(r.key.command_id);
-            fingerprints.push(r.fingerprint.as_str());
-            outcomes.push(rows::encode("receipt outcome", &r.outcome)?);
-            revisions.push(rows::to_i64(revision, "receipt revision")?);
-        }
-    }
-    if !idx.is_empty() {
-        let rows = sqlx::query(
-            "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
-             SELECT u.match_id, u.principal, u.command_id, u.fingerprint, u.outcome::jsonb, u.revision
-             FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::int8[])
-                  AS u(match_id, principal, command_id, fingerprint, outcome, revision)
-             ON CONFLICT DO NOTHING RETURNING match_id, principal, command_id",
-        )
-        .bind(&ids)
-        .bind(&principals)
-        .bind(&command_ids)
-        .bind(&fingerprints)
-        .bind(&outcomes)
-        .bind(&revisions)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        let got = rows
-            .iter()
-            .map(|r| Ok((r.try_get::<Uuid, _>(0)?, r.try_get::<String, _>(1)?, r.try_get::<Uuid, _>(2)?)))
-            .collect::<Result<BTreeSet<_>, sqlx::Error>>()
-            .map_err(db)?;
-        for (n, i) in idx.iter().enumerate() {
-            if !got.contains(&(ids[n], principals[n].to_owned(), command_ids[n])) {
-                lost.insert(*i);
-            }
-        }
-    }
-
-    let (mut idx, mut ids, mut revisions, mut instants, mut entries) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, c) in commits.iter().enumerate() {
-        if let Some(log) = &c.log {
-            idx.push(i);
-            ids.push(c.match_id);
-            revisions.push(rows::to_i64(log.revision, "log revision")?);
-            instants.push(log.instant_ms);
-            entries.push(rows::encode("log entry", log)?);
-        }
-    }
-    if !idx.is_empty() {
-        let rows = sqlx::query(
-            "INSERT INTO match_log (match_id, revision, instant_ms, entry)
-             SELECT u.match_id, u.revision, u.instant_ms, u.entry::jsonb
-             FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::text[]) AS u(match_id, revision, instant_ms, entry)
-             ON CONFLICT DO NOTHING RETURNING match_id, revision",
-        )
-        .bind(&ids)
-        .bind(&revisions)
-        .bind(&instants)
-        .bind(&entries)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        let got = rows
-            .iter()
-            .map(|r| Ok((r.try_get::<Uuid, _>(0)?, r.try_get::<i64, _>(1)?)))
-            .collect::<Result<BTreeSet<_>, sqlx::Error>>()
-            .map_err(db)?;
-        for (n, i) in idx.iter().enumerate() {
-            if !got.contains(&(ids[n], revisions[n])) {
-                lost.insert(*i);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Participants: inserted with a new match, their status kept in step after.
-async fn participants(tx: &mut PgConnection, commits: &[&Commit]) -> Result<(), Attempt> {
-    let (mut new_ids, mut new_seats, mut new_principals, mut new_bots, mut new_statuses) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut ids, mut seats, mut statuses) = (Vec::new(), Vec::new(), Vec::new());
-    for c in commits {
-        let Some(state) = c.state.as_deref() else { continue };
-        for p in rows::participants(state) {
-            if c.expected_revision.is_none() {
-                new_ids.push(c.match_id);
-                new_seats.push(p.seat);
-                new_principals.push(p.principal);
-                new_bots.push(p.bot_profile);
-                new_statuses.push(p.status);
-            } else {
-                ids.push(c.match_id);
-                seats.push(p.seat);
-                statuses.push(p.status);
-            }
-        }
-    }
-    if !new_ids.is_empty() {
-        sqlx::query(
-            "INSERT INTO participants (match_id, seat, principal, bot_profile, status)
-             SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])",
-        )
-        .bind(&new_ids)
-        .bind(&new_seats)
-        .bind(&new_principals)
-        .bind(&new_bots)
-        .bind(&new_statuses)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    if !ids.is_empty() {
-        sqlx::query(
-            "UPDATE participants AS p SET status = v.status
-             FROM UNNEST($1::uuid[], $2::text[], $3::text[]) AS v(match_id, seat, status)
-             WHERE p.match_id = v.match_id AND p.seat = v.seat AND p.status <> v.status",
-        )
-        .bind(&ids)
-        .bind(&seats)
-        .bind(&statuses)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    Ok(())
-}
-
-/// The pending deadline rows of each match become exactly its state's deadlines.
-async fn deadlines(tx: &mut PgConnection, commits: &[&Commit]) -> Result<(), Attempt> {
-    let existing: Vec<Uuid> =
-        commits.iter().filter(|c| c.state.is_some() && c.expected_revision.is_some()).map(|c| c.match_id).collect();
-    let mut pending: BTreeMap<Uuid, Vec<(String, i64)>> = BTreeMap::new();
-    if !existing.is_empty() {
-        let rows = sqlx::query(
-            "SELECT match_id, deadline_id, generation FROM deadlines WHERE match_id = ANY($1) AND state = 'pending'",
-        )
-        .bind(&existing)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        for r in rows {
-            let (id, deadline, generation): (Uuid, String, i64) =
-                (r.try_get(0).map_err(db)?, r.try_get(1).map_err(db)?, r.try_get(2).map_err(db)?);
-            pending.entry(id).or_default().push((deadline, generation));
-        }
-    }
     let (mut close_ids, mut close_deadlines, mut close_generations, mut close_states) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut add_ids, mut add_deadlines, mut add_generations, mut add_due, mut add_payloads) =
@@ -505,33 +498,29 @@ async fn deadlines(tx: &mut PgConnection, commits: &[&Commit]) -> Result<(), Att
     Ok(())
 }
 
-/// One outbox row per publication of every commit.
-async fn outbox(tx: &mut PgConnection, commits: &[&Commit]) -> Result<(), Attempt> {
-    let (mut ids, mut revisions, mut recipients, mut ordinals, mut payloads) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for c in commits {
-        for (n, p) in c.publications.iter().enumerate() {
-            ids.push(c.match_id);
-            revisions.push(rows::to_i64(p.revision, "publication revision")?);
-            recipients.push(rows::recipient_column(p));
-            ordinals.push(i32::try_from(n).map_err(|_| StoreError::Corrupt("too many publications".into()))?);
-            payloads.push(&*p.encoded);
-        }
+/// The column arrays of `matches` rows.
+#[derive(Default)]
+struct Columns {
+    ids: Vec<Uuid>,
+    game_ids: Vec<String>,
+    rules_versions: Vec<String>,
+    game_versions: Vec<String>,
+    revisions: Vec<i64>,
+    epochs: Vec<i64>,
+    statuses: Vec<&'static str>,
+    states: Vec<String>,
+}
+
+impl Columns {
+    fn push_state(&mut self, s: &juegoland_core::MatchState) -> Result<(), StoreError> {
+        self.ids.push(s.match_id);
+        self.game_ids.push(s.game.id.clone());
+        self.rules_versions.push(s.game.rules_version.clone());
+        self.game_versions.push(s.game_version.clone());
+        self.revisions.push(rows::to_i64(s.revision, "revision")?);
+        self.epochs.push(rows::to_i64(s.phase_epoch, "phase epoch")?);
+        self.statuses.push(rows::match_status(s));
+        self.states.push(rows::encode("match state", s)?);
+        Ok(())
     }
-    if ids.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload)
-         SELECT * FROM UNNEST($1::uuid[], $2::int8[], $3::text[], $4::int4[], $5::text[])",
-    )
-    .bind(&ids)
-    .bind(&revisions)
-    .bind(&recipients)
-    .bind(&ordinals)
-    .bind(&payloads)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    Ok(())
 }
