@@ -199,58 +199,50 @@ impl Host {
         &self.shared.bus
     }
 
-    /// Creates a match (revision 0) and activates it, so bot seats start playing.
-    pub async fn create_match(
+    /// Creates the match `match_id` (revision 0) and activates it, so bot seats start
+    /// playing. A creation retried with the same id after an unknown outcome answers the
+    /// stored match if it is the same game.
+    pub async fn create_match_with_id(
         &self,
+        match_id: Uuid,
         game: &GameKey,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
     ) -> Result<Uuid, HostError> {
-        let match_id = random_uuid();
         let (pending, live) = self
             .shared
             .engine
             .create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new())
             .map_err(HostError::Create)?;
-        self.shared.store.commit(&pending.commit).await?;
+        match self.shared.store.commit(&pending.commit).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict { .. }) => {
+                let stored = self.shared.store.load(match_id).await?;
+                return match stored {
+                    Some(s) if s.game == *game => Ok(match_id),
+                    _ => Err(HostError::Internal(format!("match id {match_id} is taken by another match"))),
+                };
+            }
+            Err(e) => return Err(e.into()),
+        }
         info!(match_id = %match_id, game = %game.id, "match created");
         self.activate(match_id, Some(live)).await?;
         Ok(match_id)
     }
 
-    /// Submits a command from `principal`; the answer is a `game.ack` or a `game.error`.
-    pub async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        let match_id = envelope.match_id;
-        let principal = principal.to_owned();
-        self.call(match_id, move |reply| MatchMsg::Command {
-            principal: principal.clone(),
-            envelope: envelope.clone(),
-            reply,
-        })
-        .await
+    /// Stops the actor of `match_id` if it is active (its match moved to another node, or
+    /// the node drains); the next request activates it again from the store.
+    pub async fn passivate(&self, match_id: Uuid) {
+        let actor = self.shared.slots.lock().get(&match_id).and_then(|s| s.get().cloned());
+        if let Some(actor) = actor {
+            let _ = actor.stop_and_wait(Some("passivated".into()), Some(self.shared.config.call_timeout)).await;
+            self.forget(match_id, actor.get_id());
+        }
     }
 
-    /// Reads the current committed snapshot for `principal`'s seat (sync barrier step 2).
-    pub async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        let principal = principal.to_owned();
-        self.call(match_id, move |reply| MatchMsg::Sync { principal: principal.clone(), reply }).await
-    }
-
-    pub async fn command_status(
-        &self,
-        match_id: Uuid,
-        principal: &str,
-        command_id: Uuid,
-    ) -> Result<ServerMessage, HostError> {
-        let principal = principal.to_owned();
-        self.call(match_id, move |reply| MatchMsg::CommandStatus { principal: principal.clone(), command_id, reply })
-            .await
-    }
-
-    /// Withdraws a seat (a platform operation); returns the new revision.
-    pub async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
-        let request = LifecycleRequest::Withdraw { seat: seat.to_owned() };
-        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply }).await?
+    /// The matches with an active actor.
+    pub fn active_matches(&self) -> Vec<Uuid> {
+        self.shared.actor_ids.lock().values().copied().collect()
     }
 
     /// The committed state of a match (activating it if needed).
@@ -258,17 +250,12 @@ impl Host {
         self.call(match_id, |reply| MatchMsg::Inspect { reply }).await
     }
 
-    /// The last committed revision of a match.
-    pub async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
-        self.call(match_id, |reply| MatchMsg::Revision { reply }).await
-    }
-
     /// How many match actors are active.
     pub fn active_actors(&self) -> usize {
         self.shared.actor_ids.lock().len()
     }
 
-    async fn call<T: Send + 'static>(
+    pub(crate) async fn call<T: Send + 'static>(
         &self,
         match_id: Uuid,
         build: impl Fn(RpcReplyPort<T>) -> MatchMsg,
@@ -310,6 +297,9 @@ impl Host {
                 let live = match initial {
                     Some(live) => live,
                     None => {
+                        // Claim first, then load: any commit of a previous owner either
+                        // landed before the claim (and is loaded) or fails its fence after.
+                        shared.store.claim(match_id).await?.ok_or(HostError::NotFound)?;
                         let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
                         shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?
                     }
@@ -436,6 +426,9 @@ pub struct MatchActorState {
     bot_pending: Option<u64>,
     /// The revision at which a bot had nothing to do (not asked again until it changes).
     bot_idle: Option<u64>,
+    /// A rules fault met while handling the current message: after answering, the actor
+    /// fails, and the supervisor's next activation starts from the last commit.
+    fault: Option<String>,
 }
 
 impl Actor for MatchActor {
@@ -450,6 +443,7 @@ impl Actor for MatchActor {
             last_activity: Instant::now(),
             bot_pending: None,
             bot_idle: None,
+            fault: None,
         })
     }
 
@@ -511,7 +505,12 @@ impl Actor for MatchActor {
                 let _ = reply.send(state.live.state().revision);
             }
         }
-        Ok(())
+        match state.fault.take() {
+            // Failing hands the actor to its supervisor: this match alone restarts, from its
+            // last commit, on its next use.
+            Some(fault) => Err(format!("rules fault: {fault}").into()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -563,6 +562,7 @@ impl MatchActor {
             Decision::Fault(f) => {
                 error!(match_id = %match_id, command_id = %envelope.command_id, fault = %f, "command failed internally; nothing committed");
                 m.commands.with_label_values(&["fault", ""]).inc();
+                state.fault = Some(f.to_string());
                 self.error(ErrorCode::Internal, match_id, command_id)
             }
             Decision::Commit(pending) => match self.commit(myself, state, *pending).await {
@@ -685,11 +685,13 @@ impl MatchActor {
         state: &mut MatchActorState,
         request: &LifecycleRequest,
     ) -> Result<u64, HostError> {
-        let pending = self
-            .shared
-            .engine
-            .lifecycle(&state.live, request, now_ms(), &mut state.entropy)
-            .map_err(HostError::Lifecycle)?;
+        let pending =
+            self.shared.engine.lifecycle(&state.live, request, now_ms(), &mut state.entropy).map_err(|e| {
+                if let LifecycleError::Fault(f) = &e {
+                    state.fault = Some(f.to_string());
+                }
+                HostError::Lifecycle(e)
+            })?;
         let commit = self.commit(myself, state, pending).await?;
         Ok(commit.state.map(|s| s.revision).unwrap_or_default())
     }

@@ -8,8 +8,10 @@
 //! Must not use: any service crate, or know any game by name.
 
 mod host;
+mod matches;
 pub mod metrics;
 pub mod shell;
 
 pub use host::{Host, HostConfig, HostError, MatchMsg, SyncReply};
+pub use matches::Matches;
 pub use metrics::Metrics;

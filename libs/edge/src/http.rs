@@ -14,7 +14,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use juegoland_actors::{Host, HostError};
+use juegoland_actors::{HostError, Matches};
+use juegoland_bus::Bus;
 use juegoland_core::{CreateError, GameKey, LifecycleError, SeatHolder};
 use juegoland_protocol::{ErrorCode, ErrorMessage};
 use serde::{Deserialize, Serialize};
@@ -32,9 +33,11 @@ pub struct EdgeState {
 }
 
 struct Inner {
-    host: Host,
+    matches: Arc<dyn Matches>,
     tokens: Tokens,
-    gateway: Gateway,
+    /// The WebSocket gateway; `None` where this process serves only the platform API (a
+    /// router).
+    gateway: Option<Gateway>,
     registry: prometheus::Registry,
     /// Whether the dev-only routes (token minting) are served.
     dev: bool,
@@ -52,17 +55,19 @@ pub struct EdgeOptions {
 }
 
 impl EdgeState {
+    /// The edge over `matches`; with a `bus` it also serves the WebSocket gateway.
     pub fn new(
-        host: Host,
+        matches: Arc<dyn Matches>,
+        bus: Option<Arc<dyn Bus>>,
         tokens: Tokens,
         registry: prometheus::Registry,
         options: EdgeOptions,
     ) -> prometheus::Result<Self> {
         let metrics = EdgeMetrics::new(&registry)?;
-        let gateway = Gateway { host: host.clone(), metrics, config: options.gateway };
+        let gateway = bus.map(|bus| Gateway { matches: matches.clone(), bus, metrics, config: options.gateway });
         Ok(Self {
             inner: Arc::new(Inner {
-                host,
+                matches,
                 tokens,
                 gateway,
                 registry,
@@ -80,10 +85,12 @@ pub fn router(state: EdgeState) -> Router {
         .route("/v1/games", get(games))
         .route("/v1/matches", post(create_match))
         .route("/v1/matches/{id}/withdrawals", post(withdraw))
-        .route("/v1/ws", get(ws))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
+    if state.inner.gateway.is_some() {
+        r = r.route("/v1/ws", get(ws));
+    }
     if state.inner.dev {
         r = r.route("/v1/dev/tokens", post(dev_token));
     }
@@ -145,7 +152,7 @@ struct CatalogEntry<'a> {
 }
 
 async fn games(State(state): State<EdgeState>) -> Response {
-    let registry = &state.inner.host.engine().registry;
+    let registry = state.inner.matches.registry();
     let entries: Vec<CatalogEntry<'_>> = registry
         .games()
         .map(|g| {
@@ -193,8 +200,8 @@ fn empty_object() -> Value {
 async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
     platform_authorized(&state, &headers)?;
     let req: CreateMatch = strict(&body)?;
-    let host = &state.inner.host;
-    let registry = &host.engine().registry;
+    let matches = &state.inner.matches;
+    let registry = matches.registry();
     let game = match &req.rules_version {
         Some(v) => registry.get(&GameKey { id: req.game.clone(), rules_version: v.clone() }),
         None => registry.latest(&req.game),
@@ -213,7 +220,7 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
             (seat, holder)
         })
         .collect();
-    let match_id = host.create_match(&game.key(), seats, &req.config).await.map_err(|e| match e {
+    let match_id = matches.create_match(&game.key(), seats, &req.config).await.map_err(|e| match e {
         HostError::Create(CreateError::InvalidSeats(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m),
         HostError::Create(CreateError::InvalidConfig(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m),
         HostError::Create(CreateError::UnknownGame) => problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game"),
@@ -242,7 +249,7 @@ async fn withdraw(
     let not_found = || problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
     let match_id = Uuid::parse_str(&id).map_err(|_| not_found())?;
     let req: Withdraw = strict(&body)?;
-    let revision = state.inner.host.withdraw(match_id, &req.seat).await.map_err(|e| match e {
+    let revision = state.inner.matches.withdraw(match_id, &req.seat).await.map_err(|e| match e {
         HostError::NotFound => not_found(),
         HostError::Lifecycle(e) => {
             let code = match e {
@@ -304,7 +311,9 @@ async fn ws(
         let e = ErrorMessage::new(ErrorCode::Unauthenticated);
         return (StatusCode::UNAUTHORIZED, juegoland_protocol::encode(&e.into())).into_response();
     };
-    let gateway = state.inner.gateway.clone();
+    let Some(gateway) = state.inner.gateway.clone() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
     // Frames up to 1 MiB reach the protocol decoder, which answers anything over its own
     // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.
     upgrade

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use futures::{SinkExt, StreamExt};
-use juegoland_actors::{Host, HostError, SyncReply};
-use juegoland_bus::BusItem;
+use juegoland_actors::{HostError, Matches, SyncReply};
+use juegoland_bus::{Bus, BusItem};
 use juegoland_protocol::{
     ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, ServerMessage, SyncRequest, decode_client, encode,
 };
@@ -75,7 +75,8 @@ impl RateLimit {
 
 #[derive(Clone)]
 pub(crate) struct Gateway {
-    pub host: Host,
+    pub matches: Arc<dyn Matches>,
+    pub bus: Arc<dyn Bus>,
     pub metrics: EdgeMetrics,
     pub config: GatewayConfig,
 }
@@ -178,7 +179,7 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
             ClientMessage::CommandStatus(req) => {
                 let (gateway, principal, out) = (gateway.clone(), principal.clone(), out.clone());
                 tokio::spawn(async move {
-                    let answer = match gateway.host.command_status(req.match_id, &principal, req.command_id).await {
+                    let answer = match gateway.matches.command_status(req.match_id, &principal, req.command_id).await {
                         Ok(m) => m,
                         Err(e) => host_error(&gateway, &e, Some(req.match_id)).with_command_id(req.command_id).into(),
                     };
@@ -213,7 +214,7 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
 
 async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) -> ServerMessage {
     let (match_id, command_id) = (envelope.match_id, envelope.command_id);
-    match gateway.host.command(principal, envelope).await {
+    match gateway.matches.command(principal, envelope).await {
         Ok(answer) => {
             if let ServerMessage::Error(e) = &answer {
                 gateway.metrics.errors.with_label_values(&[e.code.as_str()]).inc();
@@ -257,7 +258,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
     let error =
         |code: ErrorCode| ErrorMessage::new(code).with_match_id(match_id).with_request_id(req.request_id.clone());
     // Step 1: install the receiver FIRST; publications arriving from now on are buffered.
-    let mut publications = match gateway.host.bus().subscribe(match_id).await {
+    let mut publications = match gateway.bus.subscribe(match_id).await {
         Ok(s) => s,
         Err(e) => {
             warn!(match_id = %match_id, error = %e, "bus subscribe failed");
@@ -319,7 +320,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
                 None => return,
             },
             _ = cursor.tick() => {
-                match gateway.host.revision(match_id).await {
+                match gateway.matches.revision(match_id).await {
                     Ok(committed) => {
                         let c = Cursor { match_id, subscription_id: subscription_id.clone(), revision: committed };
                         if !out.send(&c.into()).await {
@@ -352,7 +353,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
 }
 
 async fn read(gateway: &Gateway, match_id: Uuid, principal: &str) -> Result<SyncReply, ErrorMessage> {
-    match gateway.host.sync(match_id, principal).await {
+    match gateway.matches.sync(match_id, principal).await {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e),
         Err(e) => Err(host_error(gateway, &e, Some(match_id))),

@@ -20,6 +20,20 @@
 //! against one works against the others. Both SQL backends run their migrations when they
 //! open; nobody runs them by hand.
 //!
+//! # Ownership fencing
+//!
+//! In a cluster a match is owned by one node process at a time. Every store handle has a
+//! fixed owner identity: none (unowned mode: the all-in-one process and most tests; no owner
+//! checks at all) or the node's incarnation, set with `owned_by` on the backend
+//! ([`PgStore::owned_by`], [`SqliteStore::owned_by`], [`MemoryStore::owned_by`]). An owned
+//! handle creates matches as their owner at owner epoch 1, and its commits (updates and
+//! rejection-only commits alike) pass only while the match is still its own, in the same
+//! atomic step as the revision compare-and-set; otherwise they are [`StoreError::Conflict`],
+//! exactly like a lost revision fence. [`Store::claim`] takes a match over unconditionally
+//! (the last claim wins: liveness is the router's job, safety is this fence) and bumps its
+//! owner epoch; [`Store::release`] gives it up. Clones of a handle share its data, so
+//! `store.clone().owned_by(other)` is a second owner over the same data.
+//!
 //! # Errors
 //!
 //! [`StoreError::Conflict`] means the caller's view is stale (reload); [`StoreError::Unavailable`]
@@ -42,9 +56,10 @@ pub use sqlite::SqliteStore;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The compare-and-set failed: another writer committed first (or already stored this
-    /// receipt, or already created this match). The caller's view of the match is stale;
-    /// reload it. Nothing of the commit was written.
-    #[error("match {match_id} is not at revision {expected:?}")]
+    /// receipt, or already created this match), or the match is owned by another node than
+    /// the committing store's owner. The caller's view of the match is stale; reload it (or,
+    /// when ownership moved, stop serving it). Nothing of the commit was written.
+    #[error("match {match_id} is not at revision {expected:?} or is owned by another node")]
     Conflict { match_id: Uuid, expected: Option<u64> },
     /// The store cannot be reached or is restarting, or the transaction lost a
     /// serialization race; nothing was written. Retry the same command later.
@@ -79,6 +94,10 @@ pub trait Store: Send + Sync + 'static {
     /// same way. A commit with neither a state nor an expected revision names no match to
     /// fence against and is refused as a conflict.
     ///
+    /// An owned store (see the crate docs) also requires the match to be owned by its owner
+    /// for every commit but a creation, in the same atomic step, and creates matches owned by
+    /// itself at owner epoch 1; a match owned by another node (or by none) is a conflict.
+    ///
     /// The match's pending deadlines become exactly `state.deadlines`: a generation no
     /// longer there was consumed (when the commit's log fired it) or cancelled.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
@@ -97,6 +116,17 @@ pub trait Store: Send + Sync + 'static {
     /// then by match, id and generation. Reading does not consume them: firing goes through
     /// the match (its generation check and commit).
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError>;
+    /// Makes this store's owner the owner of `match_id`, whoever owned it before (the last
+    /// claim wins), increments its owner epoch and returns the new epoch; `None` when the
+    /// match does not exist. From then on the commits of the previous owner are conflicts.
+    /// An unowned store changes nothing and returns the current epoch.
+    async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError>;
+    /// Clears the owner of `match_id` if it is this store's owner (the epoch stays); a no-op
+    /// when another node owns it, when the match does not exist, and for an unowned store.
+    async fn release(&self, match_id: Uuid) -> Result<(), StoreError>;
+    /// The owner of `match_id` (`None` when unowned or released) and its owner epoch, or
+    /// `None` when the match does not exist; for tests, audits and metrics.
+    async fn owner(&self, match_id: Uuid) -> Result<Option<(Option<String>, u64)>, StoreError>;
 }
 
 /// The conflict error for `commit`.

@@ -9,9 +9,16 @@ use uuid::Uuid;
 
 use crate::{DueDeadline, OutboxRow, Store, StoreError, conflict};
 
+/// A stored match: its state and who owns it.
+struct Stored {
+    state: Arc<MatchState>,
+    owner: Option<Arc<str>>,
+    owner_epoch: u64,
+}
+
 #[derive(Default)]
 struct Inner {
-    matches: BTreeMap<Uuid, Arc<MatchState>>,
+    matches: BTreeMap<Uuid, Stored>,
     receipts: BTreeMap<ReceiptKey, Receipt>,
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
     /// (match, revision) → publications and whether they were dispatched.
@@ -20,14 +27,31 @@ struct Inner {
 
 /// An in-memory store: atomic (one lock per commit), not durable. Its pending deadlines
 /// are those of each match's current state.
-#[derive(Default)]
+///
+/// A handle: clones share the same data, so `store.clone().owned_by(node)` is a second
+/// owner over the same matches (as two nodes over one database).
+#[derive(Clone, Default)]
 pub struct MemoryStore {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
+    /// This handle's owner identity; `None` is unowned mode (no owner checks).
+    owner: Option<Arc<str>>,
 }
 
 impl MemoryStore {
+    /// An empty, unowned store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// This handle in cluster mode: it creates matches as `owner` and commits only to the
+    /// matches `owner` owns (see the crate docs). Other clones keep their own owner.
+    pub fn owned_by(self, owner: impl Into<String>) -> Self {
+        Self { owner: Some(owner.into().into()), ..self }
+    }
+
+    /// The owner identity this handle commits as; `None` in unowned mode.
+    pub fn identity(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 }
 
@@ -35,8 +59,15 @@ impl MemoryStore {
 impl Store for MemoryStore {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().await;
-        let current = inner.matches.get(&commit.match_id).map(|m| m.revision);
+        let stored = inner.matches.get(&commit.match_id);
+        let current = stored.map(|m| m.state.revision);
         if current != commit.expected_revision || (current.is_none() && commit.state.is_none()) {
+            return Err(conflict(commit));
+        }
+        if let (Some(me), Some(stored)) = (&self.owner, stored)
+            && stored.owner.as_ref() != Some(me)
+        {
+            // The match is another node's (or nobody's): this handle must not write it.
             return Err(conflict(commit));
         }
         if let Some(r) = &commit.receipt
@@ -46,7 +77,14 @@ impl Store for MemoryStore {
             return Err(conflict(commit));
         }
         if let Some(state) = &commit.state {
-            inner.matches.insert(commit.match_id, state.clone());
+            match inner.matches.get_mut(&commit.match_id) {
+                Some(stored) => stored.state = state.clone(),
+                None => {
+                    let owner_epoch = u64::from(self.owner.is_some());
+                    let stored = Stored { state: state.clone(), owner: self.owner.clone(), owner_epoch };
+                    inner.matches.insert(commit.match_id, stored);
+                }
+            }
         }
         if let Some(r) = &commit.receipt {
             inner.receipts.insert(r.key.clone(), r.clone());
@@ -61,7 +99,7 @@ impl Store for MemoryStore {
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
-        Ok(self.inner.lock().await.matches.get(&match_id).map(|s| MatchState::clone(s)))
+        Ok(self.inner.lock().await.matches.get(&match_id).map(|s| MatchState::clone(&s.state)))
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
@@ -101,6 +139,7 @@ impl Store for MemoryStore {
         let mut due: Vec<DueDeadline> = inner
             .matches
             .values()
+            .map(|stored| &stored.state)
             .flat_map(|state| {
                 state.deadlines.iter().filter(|(_, d)| d.due_ms <= now_ms).map(|(id, d)| DueDeadline {
                     match_id: state.match_id,
@@ -120,5 +159,30 @@ impl Store for MemoryStore {
         });
         due.truncate(limit);
         Ok(due)
+    }
+
+    async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {
+        let mut inner = self.inner.lock().await;
+        let Some(stored) = inner.matches.get_mut(&match_id) else { return Ok(None) };
+        if let Some(me) = &self.owner {
+            stored.owner = Some(me.clone());
+            stored.owner_epoch += 1;
+        }
+        Ok(Some(stored.owner_epoch))
+    }
+
+    async fn release(&self, match_id: Uuid) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        if let (Some(me), Some(stored)) = (&self.owner, inner.matches.get_mut(&match_id))
+            && stored.owner.as_ref() == Some(me)
+        {
+            stored.owner = None;
+        }
+        Ok(())
+    }
+
+    async fn owner(&self, match_id: Uuid) -> Result<Option<(Option<String>, u64)>, StoreError> {
+        let inner = self.inner.lock().await;
+        Ok(inner.matches.get(&match_id).map(|s| (s.owner.as_deref().map(str::to_owned), s.owner_epoch)))
     }
 }

@@ -6,7 +6,13 @@
 //! commit without a new state), so a concurrent writer either waits for the row lock and
 //! then finds the revision moved (a conflict) or has already lost. JSON columns are `jsonb`,
 //! written and read as text so that decoding errors name what did not decode.
+//!
+//! Ownership fencing: an owned handle ([`PgStore::owned_by`]) adds `owner = me` to the same
+//! compare-and-set, so a claim ([`Store::claim`], an `UPDATE` of the same row) and a commit
+//! of the previous owner serialize on the row lock: the commit either lands before the claim
+//! or finds the owner changed (a conflict).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
@@ -23,12 +29,15 @@ static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 
 const PG: Dialect = Dialect::Postgres;
 
-/// The PostgreSQL store. Cheap to clone (a pool handle).
+/// The PostgreSQL store. Cheap to clone (a pool handle); clones share the pool and the
+/// group committer.
 #[derive(Clone, Debug)]
 pub struct PgStore {
     pool: PgPool,
     /// The group committer's queue.
     committer: mpsc::Sender<crate::pg_batch::Job>,
+    /// This handle's owner identity; `None` is unowned mode (no owner checks).
+    owner: Option<Arc<str>>,
 }
 
 impl PgStore {
@@ -53,7 +62,19 @@ impl PgStore {
         let pool = pool.connect_with(options).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
         MIGRATOR.run(&pool).await.map_err(migrate_error)?;
         let committer = crate::pg_batch::start(pool.clone());
-        Ok(Self { pool, committer })
+        Ok(Self { pool, committer, owner: None })
+    }
+
+    /// This handle in cluster mode: it creates matches as `owner` (the node's incarnation)
+    /// and commits only to the matches `owner` owns (see the crate docs). Other clones keep
+    /// their own owner and share the pool and the group committer.
+    pub fn owned_by(self, owner: impl Into<String>) -> Self {
+        Self { owner: Some(owner.into().into()), ..self }
+    }
+
+    /// The owner identity this handle commits as; `None` in unowned mode.
+    pub fn identity(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     /// Closes every connection; later calls fail with [`StoreError::Unavailable`].
@@ -77,7 +98,7 @@ impl Store for PgStore {
         // retry then meets either a clean slate or a conflict, and a conflict makes the
         // caller reload.
         let (reply, answer) = oneshot::channel();
-        let job = crate::pg_batch::Job { commit: commit.clone(), reply };
+        let job = crate::pg_batch::Job { commit: commit.clone(), owner: self.owner.clone(), reply };
         let gone = || StoreError::Unavailable("the PostgreSQL committer stopped".into());
         self.committer.send(job).await.map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
@@ -181,5 +202,51 @@ impl Store for PgStore {
                 Ok(DueDeadline { match_id, deadline_id, generation: rows::to_u64(generation, "generation")?, due_ms })
             })
             .collect()
+    }
+
+    async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {
+        // Outside the group committer: one statement, which takes the row lock a commit's
+        // compare-and-set takes, so the two serialize.
+        let epoch: Option<(i64,)> = match &self.owner {
+            Some(me) => {
+                sqlx::query_as(
+                    "UPDATE matches SET owner = $2, owner_epoch = owner_epoch + 1 WHERE match_id = $1
+                     RETURNING owner_epoch",
+                )
+                .bind(match_id)
+                .bind(&**me)
+                .fetch_optional(&self.pool)
+                .await
+            }
+            None => {
+                sqlx::query_as("SELECT owner_epoch FROM matches WHERE match_id = $1")
+                    .bind(match_id)
+                    .fetch_optional(&self.pool)
+                    .await
+            }
+        }
+        .map_err(|e| store_error(PG, "claim match", e))?;
+        epoch.map(|(epoch,)| rows::to_u64(epoch, "owner epoch")).transpose()
+    }
+
+    async fn release(&self, match_id: Uuid) -> Result<(), StoreError> {
+        let Some(me) = &self.owner else { return Ok(()) };
+        sqlx::query("UPDATE matches SET owner = NULL WHERE match_id = $1 AND owner = $2")
+            .bind(match_id)
+            .bind(&**me)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "release match", e))?;
+        Ok(())
+    }
+
+    async fn owner(&self, match_id: Uuid) -> Result<Option<(Option<String>, u64)>, StoreError> {
+        let row: Option<(Option<String>, i64)> =
+            sqlx::query_as("SELECT owner, owner_epoch FROM matches WHERE match_id = $1")
+                .bind(match_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| store_error(PG, "load match owner", e))?;
+        row.map(|(owner, epoch)| Ok((owner, rows::to_u64(epoch, "owner epoch")?))).transpose()
     }
 }

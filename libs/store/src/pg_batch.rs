@@ -4,8 +4,11 @@
 //! Each match's commit stays atomic and isolated. One statement ([`WRITE`]) carries the
 //! whole batch: its data-modifying `WITH` clauses check the fences (creation `INSERT … ON
 //! CONFLICT DO NOTHING RETURNING`, the revision compare-and-set as one `UPDATE … FROM UNNEST
-//! … RETURNING`, `SELECT … FOR UPDATE` for rejection-only commits) and write the receipts,
-//! log entries, participants and outbox rows of the matches that passed. If any commit lost
+//! … RETURNING`, `SELECT … FOR UPDATE` for rejection-only commits; for an owned store both
+//! also require `owner = $40`, the store's owner, and a creation stores it at owner epoch 1)
+//! and write the receipts, log entries, participants and outbox rows of the matches that
+//! passed. A transaction carries the commits of one owner (clones of a store with different
+//! owners share the committer; their commits take separate rounds). If any commit lost
 //! its fence (or its receipt or log entry already existed), the transaction is rolled back,
 //! those commits get [`StoreError::Conflict`], and the rest are retried at once in a new
 //! transaction: a fenced match never fails the others, it costs them one retry. A transient
@@ -34,6 +37,8 @@ pub(crate) const COMMITTERS: usize = 3;
 
 pub(crate) struct Job {
     pub commit: Commit,
+    /// The owner of the committing store; `None` is unowned (no owner fence).
+    pub owner: Option<Arc<str>>,
     pub reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -83,12 +88,15 @@ fn conflict(c: &Commit) -> StoreError {
 /// Commits a batch, answering every job.
 async fn run(pool: &PgPool, mut jobs: Vec<Job>) {
     while !jobs.is_empty() {
-        // One commit per match per transaction: a second one for the same match (only a
-        // split brain sends it) waits for the next round.
+        // One owner and one commit per match per transaction: a second one for the same match
+        // (only a split brain sends it) and the commits of another owner (another clone of
+        // the store) wait for the next round.
+        let owner = jobs[0].owner.clone();
         let mut seen = BTreeSet::new();
-        let (now, later): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| seen.insert(j.commit.match_id));
+        let (now, later): (Vec<Job>, Vec<Job>) =
+            jobs.into_iter().partition(|j| j.owner == owner && seen.insert(j.commit.match_id));
         let mut retry = Vec::new();
-        match attempt(pool, &now).await {
+        match attempt(pool, &now, owner.as_deref()).await {
             Ok(()) => {
                 for job in now {
                     let _ = job.reply.send(Ok(()));
@@ -129,14 +137,15 @@ fn db(e: sqlx::Error) -> Attempt {
     Attempt::Failed(store_error(PG, "group commit", e))
 }
 
-/// One transaction for the batch: everything, or nothing and the fenced commits named.
+/// One transaction for the batch of the store owned by `owner`: everything, or nothing and
+/// the fenced commits named.
 ///
 /// The common case is three round trips: `BEGIN`, one statement whose data-modifying
 /// `WITH` clauses write every table but `deadlines` and report what passed its fence (and
 /// the pending deadlines of the updated matches), and `COMMIT`. A batch whose deadline rows
 /// change adds one statement. Rows of a commit that lost its fence are not written at all,
 /// so a stale writer meets no unique violation; the transaction is then rolled back.
-async fn attempt(pool: &PgPool, jobs: &[Job]) -> Result<(), Attempt> {
+async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(), Attempt> {
     let commits: Vec<&Commit> = jobs.iter().map(|j| &j.commit).collect();
     let unfenced: BTreeSet<usize> = commits
         .iter()
@@ -149,7 +158,7 @@ async fn attempt(pool: &PgPool, jobs: &[Job]) -> Result<(), Attempt> {
     }
     let batch = Batch::of(&commits)?;
     let mut tx = pool.begin().await.map_err(db)?;
-    let report = batch.write(&mut tx).await?;
+    let report = batch.write(&mut tx, owner).await?;
     let lost = fenced_out(&commits, &report)?;
     if !lost.is_empty() {
         // Dropping the transaction rolls it back.
@@ -161,12 +170,15 @@ async fn attempt(pool: &PgPool, jobs: &[Job]) -> Result<(), Attempt> {
 }
 
 /// The statement that writes a batch. Every `WITH` clause reads the arrays of one kind of
-/// row; `passed` is the matches whose fence held, and only their rows are written.
+/// row; `passed` is the matches whose fence held, and only their rows are written. `$40` is
+/// the store's owner: `NULL` (unowned) skips the owner fence and creates unowned matches.
 const WRITE: &str = "
 WITH
   created AS (
-    INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
-    SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.revision, u.phase_epoch, u.status, u.state::jsonb
+    INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state,
+                         owner, owner_epoch)
+    SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.revision, u.phase_epoch, u.status, u.state::jsonb,
+           $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
     FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::text[])
          AS u(match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
     ON CONFLICT (match_id) DO NOTHING
@@ -176,12 +188,13 @@ WITH
            state = u.state::jsonb, updated_at = now()
     FROM UNNEST($9::uuid[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
          AS u(match_id, expected, revision, phase_epoch, status, state)
-    WHERE m.match_id = u.match_id AND m.revision = u.expected
+    WHERE m.match_id = u.match_id AND m.revision = u.expected AND ($40::text IS NULL OR m.owner = $40::text)
     RETURNING m.match_id),
   checked AS (
     SELECT m.match_id FROM matches AS m
     JOIN UNNEST($15::uuid[], $16::int8[]) AS f(match_id, expected)
       ON m.match_id = f.match_id AND m.revision = f.expected
+    WHERE $40::text IS NULL OR m.owner = $40::text
     FOR UPDATE OF m),
   passed AS (
     SELECT match_id FROM created UNION ALL SELECT match_id FROM updated UNION ALL SELECT match_id FROM checked),
@@ -345,7 +358,7 @@ impl<'a> Batch<'a> {
         Ok(b)
     }
 
-    async fn write(&self, tx: &mut PgConnection) -> Result<Report, Attempt> {
+    async fn write(&self, tx: &mut PgConnection, owner: Option<&str>) -> Result<Report, Attempt> {
         let (c, u, r, l, s, o) = (&self.created, &self.updated, &self.receipts, &self.log, &self.seated, &self.outbox);
         let found = sqlx::query(WRITE)
             .bind(&c.ids)
@@ -387,6 +400,7 @@ impl<'a> Batch<'a> {
             .bind(&o.recipients)
             .bind(&o.ordinals)
             .bind(&o.payloads)
+            .bind(owner)
             .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
@@ -416,8 +430,8 @@ impl<'a> Batch<'a> {
 }
 
 /// The commits (indexes into the batch) that lost their fence: the match failed its
-/// compare-and-set, or its receipt or log entry already existed (the judgement is stale:
-/// another writer stored it).
+/// compare-and-set (revision or owner), or its receipt or log entry already existed (the
+/// judgement is stale: another writer stored it).
 fn fenced_out(commits: &[&Commit], report: &Report) -> Result<BTreeSet<usize>, StoreError> {
     let mut lost = BTreeSet::new();
     for (i, c) in commits.iter().enumerate() {

@@ -6,8 +6,13 @@
 //! follow it cannot interleave with another commit; the journal is in WAL mode with
 //! `synchronous = FULL`, so a committed transaction survives a crash of the process or
 //! the machine. Reads run beside a commit (WAL readers see the last committed state).
+//!
+//! Ownership fencing works as on PostgreSQL (an owned handle's checks run in the same
+//! transaction as the revision check), so the behaviour suite runs the same cases here,
+//! with two owners as two clones of one handle; the embedded profile itself is unowned.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome};
@@ -27,11 +32,13 @@ const LITE: Dialect = Dialect::Sqlite;
 /// The file a data directory holds.
 pub const SQLITE_FILE: &str = "juegoland.sqlite3";
 
-/// The embedded SQLite store. Cheap to clone (a pool handle).
+/// The embedded SQLite store. Cheap to clone (a pool handle); clones share the data.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
     path: PathBuf,
+    /// This handle's owner identity; `None` is unowned mode (no owner checks).
+    owner: Option<Arc<str>>,
 }
 
 impl SqliteStore {
@@ -59,7 +66,18 @@ impl SqliteStore {
             MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
             other => StoreError::Corrupt(format!("run migrations: {other}")),
         })?;
-        Ok(Self { pool, path })
+        Ok(Self { pool, path, owner: None })
+    }
+
+    /// This handle in cluster mode: it creates matches as `owner` and commits only to the
+    /// matches `owner` owns (see the crate docs). Other clones keep their own owner.
+    pub fn owned_by(self, owner: impl Into<String>) -> Self {
+        Self { owner: Some(owner.into().into()), ..self }
+    }
+
+    /// The owner identity this handle commits as; `None` in unowned mode.
+    pub fn identity(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     /// The database file.
@@ -76,15 +94,17 @@ impl SqliteStore {
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-/// Writes `commit` inside `tx`; the caller commits or drops (rolls back) the transaction.
-async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreError> {
+/// Writes `commit` inside `tx` for the store owned by `owner` (`None`: unowned, no owner
+/// checks); the caller commits or drops (rolls back) the transaction.
+async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
     let err = |e| commit_error(LITE, commit, e);
     let match_id = commit.match_id;
     match (commit.expected_revision, &commit.state) {
         (None, Some(state)) => {
             let created = sqlx::query(
-                "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (match_id) DO NOTHING",
+                "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state,
+                                      owner, owner_epoch)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (match_id) DO NOTHING",
             )
             .bind(match_id)
             .bind(&state.game.id)
@@ -94,6 +114,8 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreEr
             .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
             .bind(rows::match_status(state))
             .bind(rows::encode("match state", &**state)?)
+            .bind(owner)
+            .bind(i64::from(owner.is_some()))
             .execute(&mut *tx)
             .await
             .map_err(err)?;
@@ -117,7 +139,7 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreEr
         (Some(expected), Some(state)) => {
             let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE matches SET revision = $3, phase_epoch = $4, status = $5, state = $6, updated_at = {NOW}
-                 WHERE match_id = $1 AND revision = $2"
+                 WHERE match_id = $1 AND revision = $2 AND ($7 IS NULL OR owner = $7)"
             )))
             .bind(match_id)
             .bind(rows::to_i64(expected, "expected revision")?)
@@ -125,6 +147,7 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreEr
             .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
             .bind(rows::match_status(state))
             .bind(rows::encode("match state", &**state)?)
+            .bind(owner)
             .execute(&mut *tx)
             .await
             .map_err(err)?;
@@ -142,14 +165,18 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit) -> Result<(), StoreEr
             }
         }
         (Some(expected), None) => {
-            // A final rejection: no new state, but the same fence. `BEGIN IMMEDIATE` already
-            // holds the write lock, so the revision cannot move before the receipt is stored.
-            let fenced = sqlx::query("SELECT 1 FROM matches WHERE match_id = $1 AND revision = $2")
-                .bind(match_id)
-                .bind(rows::to_i64(expected, "expected revision")?)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(err)?;
+            // A final rejection: no new state, but the same fences. `BEGIN IMMEDIATE` already
+            // holds the write lock, so neither the revision nor the owner can move before the
+            // receipt is stored.
+            let fenced = sqlx::query(
+                "SELECT 1 FROM matches WHERE match_id = $1 AND revision = $2 AND ($3 IS NULL OR owner = $3)",
+            )
+            .bind(match_id)
+            .bind(rows::to_i64(expected, "expected revision")?)
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(err)?;
             if fenced.is_none() {
                 return Err(conflict(commit));
             }
@@ -257,7 +284,7 @@ impl Store for SqliteStore {
         let mut tx: Transaction<'_, sqlx::Sqlite> =
             self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| store_error(LITE, "begin a commit", e))?;
         // On any error the transaction is dropped, which rolls it back: never half a commit.
-        write(&mut tx, commit).await?;
+        write(&mut tx, commit, self.owner.as_deref()).await?;
         tx.commit().await.map_err(|e| commit_error(LITE, commit, e))
     }
 
@@ -359,5 +386,50 @@ impl Store for SqliteStore {
                 Ok(DueDeadline { match_id, deadline_id, generation: rows::to_u64(generation, "generation")?, due_ms })
             })
             .collect()
+    }
+
+    async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {
+        // One statement: atomic, and serialized with commits by SQLite's write lock.
+        let epoch: Option<(i64,)> = match &self.owner {
+            Some(me) => {
+                sqlx::query_as(
+                    "UPDATE matches SET owner = $2, owner_epoch = owner_epoch + 1 WHERE match_id = $1
+                     RETURNING owner_epoch",
+                )
+                .bind(match_id)
+                .bind(&**me)
+                .fetch_optional(&self.pool)
+                .await
+            }
+            None => {
+                sqlx::query_as("SELECT owner_epoch FROM matches WHERE match_id = $1")
+                    .bind(match_id)
+                    .fetch_optional(&self.pool)
+                    .await
+            }
+        }
+        .map_err(|e| store_error(LITE, "claim match", e))?;
+        epoch.map(|(epoch,)| rows::to_u64(epoch, "owner epoch")).transpose()
+    }
+
+    async fn release(&self, match_id: Uuid) -> Result<(), StoreError> {
+        let Some(me) = &self.owner else { return Ok(()) };
+        sqlx::query("UPDATE matches SET owner = NULL WHERE match_id = $1 AND owner = $2")
+            .bind(match_id)
+            .bind(&**me)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "release match", e))?;
+        Ok(())
+    }
+
+    async fn owner(&self, match_id: Uuid) -> Result<Option<(Option<String>, u64)>, StoreError> {
+        let row: Option<(Option<String>, i64)> =
+            sqlx::query_as("SELECT owner, owner_epoch FROM matches WHERE match_id = $1")
+                .bind(match_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| store_error(LITE, "load match owner", e))?;
+        row.map(|(owner, epoch)| Ok((owner, rows::to_u64(epoch, "owner epoch")?))).transpose()
     }
 }

@@ -11,13 +11,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use juegoland_actors::{Host, HostConfig, Metrics};
-use juegoland_bus::LocalBus;
+use juegoland_bus::{Bus, LocalBus};
 use juegoland_core::{Engine, Registry};
 use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
 use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
 use tracing::info;
 
+pub mod cluster;
 pub mod replay;
 
 #[derive(Parser, Debug)]
@@ -34,6 +35,13 @@ pub enum Command {
     /// Re-run stored matches from their log and randomness trace with their pinned rules and
     /// report any divergence from the stored state (exit code 1 if any).
     Replay(ReplayConfig),
+    /// Run a cluster node: match actors for the matches the ring gives it (PostgreSQL).
+    Node(juegoland_roles::NodeConfig),
+    /// Run a cluster router: the platform API and gRPC front door, forwarding to owners.
+    Router(juegoland_roles::RouterConfig),
+    /// Start a local cluster on loopback: PostgreSQL-backed nodes and routers as child
+    /// processes of this binary, restarted if they exit; Ctrl-C drains them all.
+    Cluster(cluster::ClusterConfig),
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
@@ -117,19 +125,18 @@ pub fn init_tracing() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
 }
 
-/// Every game compiled into this binary.
+/// Every game compiled into this binary (the shared catalog).
 pub fn registry() -> anyhow::Result<Registry> {
-    let mut r = Registry::new();
-    r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).context("register conecta4")?;
-    r.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).context("register hundido")?;
-    r.register(juegoland_sdk::erase(juegoland_solitario::Solitario)).context("register solitario")?;
-    Ok(r)
+    juegoland_catalog::registry().context("register the games")
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Dev(config) => dev(config).await,
         Command::Replay(config) => replay_command(config).await,
+        Command::Node(config) => juegoland_roles::run_node(config, registry()?).await,
+        Command::Router(config) => juegoland_roles::run_router(config, registry()?).await,
+        Command::Cluster(config) => cluster::run(config).await,
     }
 }
 
@@ -164,9 +171,8 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
         ..Default::default()
     };
     let store = config.store.open().await?;
-    let host = Host::start(engine, store, Arc::new(LocalBus::default()), metrics, host_config)
-        .await
-        .context("start the match host")?;
+    let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
+    let host = Host::start(engine, store, bus.clone(), metrics, host_config).await.context("start the match host")?;
     let secret = match &config.jwt_secret {
         Some(s) => s.as_bytes().to_vec(),
         None => {
@@ -185,8 +191,14 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
             ..Default::default()
         },
     };
-    let edge = EdgeState::new(host, Tokens::new(&secret, config.token_ttl).context("token keys")?, prometheus, options)
-        .context("register edge metrics")?;
+    let edge = EdgeState::new(
+        Arc::new(host),
+        Some(bus),
+        Tokens::new(&secret, config.token_ttl).context("token keys")?,
+        prometheus,
+        options,
+    )
+    .context("register edge metrics")?;
     let listener = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let addr = listener.local_addr()?;
     info!(%addr, "juegoland dev is listening; open http://{addr}/");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_actors::{Host, HostConfig, Matches, Metrics};
 use juegoland_bus::{BusItem, LocalBus};
 use juegoland_core::{Engine, GameKey, Registry, SeatHolder};
 use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorCode, Precondition, ServerMessage};
@@ -17,6 +17,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 mod pg;
+mod supervision;
 
 async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     let mut registry = Registry::new();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use juegoland_actors::{Host, HostConfig, HostError, Metrics};
+use juegoland_actors::{Host, HostConfig, HostError, Matches, Metrics};
 use juegoland_bus::LocalBus;
 use juegoland_core::{Engine, GameKey, LoggedOp, ReceiptKey, ReceiptOutcome, Registry, SeatHolder};
 use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorCode, Precondition, Recovery, RejectionCode};

@@ -27,6 +27,10 @@ impl Backend for MemoryBackend {
         self.0.clone()
     }
 
+    fn owned(&self, owner: &str) -> Arc<dyn Store> {
+        Arc::new(MemoryStore::clone(&self.0).owned_by(owner))
+    }
+
     async fn reopen(&mut self) {
         unreachable!("the memory store is not durable; it runs only `store_suite!`")
     }
@@ -52,6 +56,10 @@ impl Backend for SqliteBackend {
         self.store.clone()
     }
 
+    fn owned(&self, owner: &str) -> Arc<dyn Store> {
+        Arc::new(SqliteStore::clone(&self.store).owned_by(owner))
+    }
+
     async fn reopen(&mut self) {
         self.store.close().await;
         self.store = Arc::new(SqliteStore::open(self.dir.path()).await.expect("reopen the sqlite store"));
@@ -72,6 +80,16 @@ impl PgBackend {
         let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(10));
         PgStore::connect_with(pool, options.clone()).await.expect("connect the pg store")
     }
+
+    /// A handle owned by `owner` sharing this store's pool and group committer.
+    pub fn owned_pg(&self, owner: &str) -> PgStore {
+        PgStore::clone(&self.store).owned_by(owner)
+    }
+
+    /// Connection options for this test's schema (for a connection of the test's own).
+    pub fn options(&self) -> PgConnectOptions {
+        self.schema.options()
+    }
 }
 
 #[async_trait::async_trait]
@@ -84,6 +102,10 @@ impl Backend for PgBackend {
 
     fn store(&self) -> Arc<dyn Store> {
         self.store.clone()
+    }
+
+    fn owned(&self, owner: &str) -> Arc<dyn Store> {
+        Arc::new(self.owned_pg(owner))
     }
 
     async fn reopen(&mut self) {

@@ -1,5 +1,6 @@
 //! Integration tests of the stores: ONE behaviour suite (`suite.rs`) run against every
-//! backend, plus PostgreSQL outages on a private throwaway server (`outage.rs`).
+//! backend, plus PostgreSQL outages on a private throwaway server (`outage.rs`) and group
+//! commit batches of a forced composition (`group_commit.rs`).
 //!
 //! PostgreSQL: the suite uses the server at `postgres://postgres@127.0.0.1:5432/test`
 //! (`JUEGOLAND_TEST_DATABASE_URL` overrides) and fails, never skips, when it is down; the
@@ -8,6 +9,7 @@
 
 mod backends;
 mod game;
+mod group_commit;
 mod outage;
 mod suite;
 

@@ -20,6 +20,9 @@ pub trait Backend: Sized + Send {
     /// A fresh empty store; `test` names the test (for schema or directory names).
     async fn start(test: &str) -> Self;
     fn store(&self) -> Arc<dyn Store>;
+    /// Another handle over the same data, owned by `owner` (cluster mode); `store()` is
+    /// unowned.
+    fn owned(&self, owner: &str) -> Arc<dyn Store>;
     /// Closes the store and opens it again over the same data.
     async fn reopen(&mut self);
     /// Releases what `start` made (a schema, a directory).
@@ -45,6 +48,9 @@ macro_rules! store_suite {
             outbox_until_dispatched,
             receipts_outlive_the_match,
             deadlines_by_generation,
+            ownership_fences_commits,
+            owned_stores_claim_unowned_matches,
+            an_ownership_fenced_commit_does_not_fail_the_others,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -63,7 +69,7 @@ macro_rules! store_suite {
 #[macro_export]
 macro_rules! durable_store_suite {
     ($backend:ty) => {
-        $crate::store_suite!(@tests $backend; reopen_keeps_everything);
+        $crate::store_suite!(@tests $backend; reopen_keeps_everything, reopen_keeps_ownership);
     };
 }
 
@@ -479,4 +485,148 @@ pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
     let next = game.drop_disc(5);
     commit_ok(&*store, &next).await;
     assert_conflict(store.commit(&next).await, id);
+}
+
+/// The store's owner and owner epoch of `id`, which must exist.
+async fn owned_as(store: &dyn Store, id: Uuid) -> (Option<String>, u64) {
+    store.owner(id).await.unwrap().expect("a stored match")
+}
+
+fn by(node: &str, epoch: u64) -> (Option<String>, u64) {
+    (Some(node.to_owned()), epoch)
+}
+
+/// Two nodes over the same data: only the match's owner commits, a claim moves ownership
+/// (the last claim wins), and only the owner releases it.
+pub async fn ownership_fences_commits<B: Backend>(b: &mut B) {
+    let (unowned, a, bn) = (b.store(), b.owned("node-a"), b.owned("node-b"));
+    let id = match_id(60);
+    let (mut game, create) = Game::create(id);
+    commit_ok(&*a, &create).await;
+    assert_eq!(owned_as(&*unowned, id).await, by("node-a", 1), "the creator owns the match at epoch 1");
+
+    // B is not the owner: its commit of the next revision is fenced and writes nothing.
+    let next = game.decide_drop(0);
+    let before =
+        (unowned.load(id).await.unwrap(), unowned.log(id).await.unwrap(), unowned.undispatched(100).await.unwrap());
+    assert_conflict(bn.commit(&next.commit).await, id);
+    let after =
+        (unowned.load(id).await.unwrap(), unowned.log(id).await.unwrap(), unowned.undispatched(100).await.unwrap());
+    assert_eq!(after, before, "a commit fenced by ownership left something behind");
+    assert_eq!(unowned.receipt(&next.commit.receipt.as_ref().unwrap().key).await.unwrap(), None);
+
+    // B claims the match and commits the same revision.
+    assert_eq!(bn.claim(id).await.unwrap(), Some(2));
+    assert_eq!(owned_as(&*a, id).await, by("node-b", 2));
+    commit_ok(&*bn, &next.commit).await;
+    game.advance(next);
+
+    // A lost the match: even at the right revision its commits are fenced, rejections too.
+    let stale = game.decide_drop(1);
+    assert_conflict(a.commit(&stale.commit).await, id);
+    assert_eq!(unowned.receipt(&stale.commit.receipt.as_ref().unwrap().key).await.unwrap(), None);
+    let principal = if game.to_move() == "alice" { "bob" } else { "alice" };
+    let cmd = game.fresh_command_id();
+    let rejection = game.decide(principal, cmd, 1, 2);
+    assert!(rejection.commit.state.is_none(), "a rejection-only commit");
+    assert_conflict(a.commit(&rejection.commit).await, id);
+    assert_eq!(unowned.receipt(&rejection.commit.receipt.as_ref().unwrap().key).await.unwrap(), None);
+    assert_eq!(unowned.load(id).await.unwrap().unwrap().revision, 1);
+    // The owner's rejection-only commit passes the same fence.
+    commit_ok(&*bn, &rejection.commit).await;
+
+    // A's release does not clear B's ownership; B's does, and keeps the epoch.
+    a.release(id).await.unwrap();
+    assert_eq!(owned_as(&*a, id).await, by("node-b", 2));
+    bn.release(id).await.unwrap();
+    assert_eq!(owned_as(&*a, id).await, (None, 2));
+    // A released match is nobody's: no owned store commits until one claims it.
+    assert_conflict(bn.commit(&stale.commit).await, id);
+    assert_conflict(a.commit(&stale.commit).await, id);
+
+    // An unowned store commits regardless of the owner column, and its claim and release
+    // change nothing.
+    commit_ok(&*unowned, &stale.commit).await;
+    game.advance(stale);
+    assert_eq!(unowned.claim(id).await.unwrap(), Some(2));
+    unowned.release(id).await.unwrap();
+    assert_eq!(owned_as(&*a, id).await, (None, 2));
+    assert_eq!(a.claim(id).await.unwrap(), Some(3));
+    assert_eq!(a.claim(id).await.unwrap(), Some(4), "every claim is a new epoch, even the owner's");
+    commit_ok(&*unowned, &game.drop_disc(3)).await;
+    assert_eq!(owned_as(&*a, id).await, by("node-a", 4), "an unowned commit keeps the owner");
+    commit_ok(&*a, &game.drop_disc(4)).await;
+    assert_eq!(unowned.load(id).await.unwrap().unwrap().revision, 4);
+    assert_eq!(unowned.log(id).await.unwrap().len(), 5);
+
+    // Unknown matches.
+    let unknown = match_id(98);
+    assert_eq!(a.claim(unknown).await.unwrap(), None);
+    assert_eq!(unowned.claim(unknown).await.unwrap(), None);
+    assert_eq!(a.owner(unknown).await.unwrap(), None);
+    a.release(unknown).await.unwrap();
+    assert_eq!(unowned.match_ids().await.unwrap(), vec![id], "claims create nothing");
+}
+
+/// A match an unowned store created has no owner (epoch 0): an owned store must claim it
+/// before it commits to it.
+pub async fn owned_stores_claim_unowned_matches<B: Backend>(b: &mut B) {
+    let (unowned, a) = (b.store(), b.owned("node-a"));
+    let id = match_id(61);
+    let (mut game, create) = Game::create(id);
+    commit_ok(&*unowned, &create).await;
+    assert_eq!(owned_as(&*a, id).await, (None, 0));
+    let next = game.decide_drop(0);
+    assert_conflict(a.commit(&next.commit).await, id);
+    assert_eq!(a.claim(id).await.unwrap(), Some(1));
+    commit_ok(&*a, &next.commit).await;
+    game.advance(next);
+    commit_ok(&*unowned, &game.drop_disc(1)).await;
+    assert_eq!(owned_as(&*a, id).await, by("node-a", 1));
+    assert_eq!(a.load(id).await.unwrap().unwrap().revision, 2);
+}
+
+/// Commits of many matches at once by one node (PostgreSQL groups them into shared
+/// transactions): the one whose match another node claimed meanwhile is fenced alone.
+pub async fn an_ownership_fenced_commit_does_not_fail_the_others<B: Backend>(b: &mut B) {
+    let (a, bn) = (b.owned("node-a"), b.owned("node-b"));
+    let mut games = Vec::new();
+    for n in 0..24 {
+        games.push(played(&*a, match_id(200 + n), 1).await.0);
+    }
+    assert_eq!(bn.claim(match_id(200)).await.unwrap(), Some(2));
+    let commits: Vec<_> = games.iter_mut().map(|g| g.drop_disc(4)).collect();
+    let fenced_key = commits[0].receipt.as_ref().unwrap().key.clone();
+    let tasks: Vec<_> = commits
+        .into_iter()
+        .map(|c| {
+            let a = Arc::clone(&a);
+            tokio::spawn(async move { (c.match_id, a.commit(&c).await) })
+        })
+        .collect();
+    for t in tasks {
+        let (id, result) = t.await.expect("commit task");
+        if id == match_id(200) {
+            assert_conflict(result, id);
+        } else {
+            result.unwrap_or_else(|e| panic!("{id} failed with the fenced one: {e}"));
+            assert_eq!(a.load(id).await.unwrap().unwrap().revision, 2);
+            assert_eq!(owned_as(&*a, id).await, by("node-a", 1));
+        }
+    }
+    assert_eq!(a.load(match_id(200)).await.unwrap().unwrap().revision, 1, "the fenced commit wrote nothing");
+    assert_eq!(a.receipt(&fenced_key).await.unwrap(), None);
+    assert_eq!(owned_as(&*a, match_id(200)).await, by("node-b", 2));
+}
+
+pub async fn reopen_keeps_ownership<B: Backend>(b: &mut B) {
+    let id = match_id(51);
+    let (mut game, create) = Game::create(id);
+    commit_ok(&*b.owned("node-a"), &create).await;
+    assert_eq!(b.owned("node-b").claim(id).await.unwrap(), Some(2));
+    b.reopen().await;
+    assert_eq!(owned_as(&*b.store(), id).await, by("node-b", 2));
+    let next = game.decide_drop(0);
+    assert_conflict(b.owned("node-a").commit(&next.commit).await, id);
+    commit_ok(&*b.owned("node-b"), &next.commit).await;
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests against the running `juegoland dev` binary, over real sockets.
 
 mod client;
+mod cluster;
 mod conecta4;
 mod durability;
 mod hundido;

@@ -1,0 +1,428 @@
+//! The router: maps a match id to its owner on the ring of live members and forwards the
+//! call; on `NOT_OWNER` or `UNAVAILABLE` it refreshes membership and retries the same call
+//! (every forwarded call is idempotent: commands by their receipt, creations by the match
+//! id the router chose) until the retry budget is spent.
+//!
+//! [`Forwarder`] implements [`Matches`], so the edge's HTTP platform API runs unchanged on
+//! a router; [`RouterService`] serves the same operations over gRPC.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use juegoland_actors::{HostError, Matches, SyncReply};
+use juegoland_core::{GameKey, Registry, SeatHolder};
+use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
+use juegoland_rpc::{RpcError, pb};
+use prometheus::{HistogramVec, IntCounterVec};
+use serde_json::Value;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+use tracing::{Instrument, debug, info_span};
+use uuid::Uuid;
+
+use crate::errors::to_host;
+use juegoland_cluster::Membership;
+
+type NodeClient = pb::node_client::NodeClient<Channel>;
+
+/// How long a router keeps retrying one call, and how.
+#[derive(Clone, Debug)]
+pub struct RetryBudget {
+    /// The longest one call is retried (it must outlast a failover: lease ttl + refresh).
+    pub total: Duration,
+    /// The first pause between attempts; it doubles up to `max_backoff`.
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+    /// The longest one forwarded call may take; then it is retried (a node that stopped
+    /// answering without closing its connections — frozen, partitioned — times out here).
+    pub call_timeout: Duration,
+    /// The longest a connection attempt to a node may take.
+    pub connect_timeout: Duration,
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        Self {
+            total: Duration::from_secs(8),
+            first_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(400),
+            call_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Metrics of the router.
+#[derive(Clone)]
+pub struct RouterMetrics {
+    /// Forwarded calls by operation and final outcome.
+    pub forwards: IntCounterVec,
+    /// Retries by operation and reason (`not_owner`, `unavailable`).
+    pub retries: IntCounterVec,
+    /// Latency of one forwarded call (the hop to the node and back), seconds.
+    pub hop_seconds: HistogramVec,
+}
+
+impl RouterMetrics {
+    pub fn new(registry: &prometheus::Registry) -> prometheus::Result<Self> {
+        let forwards = IntCounterVec::new(
+            prometheus::Opts::new(
+                "juegoland_router_forwards_total",
+                "Calls forwarded to nodes, by operation and outcome",
+            ),
+            &["op", "outcome"],
+        )?;
+        let retries = IntCounterVec::new(
+            prometheus::Opts::new("juegoland_router_retries_total", "Forwarding retries, by operation and reason"),
+            &["op", "reason"],
+        )?;
+        let hop_seconds = HistogramVec::new(
+            prometheus::HistogramOpts::new(
+                "juegoland_router_hop_seconds",
+                "One forwarded call, router to node and back",
+            )
+            .buckets(prometheus::exponential_buckets(0.0001, 2.0, 18)?),
+            &["op"],
+        )?;
+        registry.register(Box::new(forwards.clone()))?;
+        registry.register(Box::new(retries.clone()))?;
+        registry.register(Box::new(hop_seconds.clone()))?;
+        Ok(Self { forwards, retries, hop_seconds })
+    }
+}
+
+/// Forwards match-scoped calls to their owners. Cheap to clone.
+#[derive(Clone)]
+pub struct Forwarder {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    membership: Membership,
+    registry: Arc<Registry>,
+    budget: RetryBudget,
+    metrics: RouterMetrics,
+    /// One lazily connected channel per node address (a channel multiplexes calls).
+    channels: parking_lot::Mutex<HashMap<String, NodeClient>>,
+}
+
+fn outcome(e: &RpcError) -> &'static str {
+    match e {
+        RpcError::NotOwner(_) => "not_owner",
+        RpcError::Unavailable(_) => "unavailable",
+        RpcError::MatchNotFound => "not_found",
+        RpcError::Invalid(_) => "invalid",
+        RpcError::Refused { .. } => "refused",
+        RpcError::Internal(_) => "internal",
+    }
+}
+
+impl Forwarder {
+    pub fn new(membership: Membership, registry: Arc<Registry>, budget: RetryBudget, metrics: RouterMetrics) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                membership,
+                registry,
+                budget,
+                metrics,
+                channels: parking_lot::Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn membership(&self) -> &Membership {
+        &self.inner.membership
+    }
+
+    fn client(&self, address: &str) -> Result<NodeClient, RpcError> {
+        let mut channels = self.inner.channels.lock();
+        if let Some(c) = channels.get(address) {
+            return Ok(c.clone());
+        }
+        let endpoint = Endpoint::from_shared(address.to_owned())
+            .map_err(|e| RpcError::Internal(format!("node address {address:?}: {e}")))?
+            .connect_timeout(self.inner.budget.connect_timeout)
+            .timeout(self.inner.budget.call_timeout)
+            .tcp_nodelay(true);
+        let client = NodeClient::new(endpoint.connect_lazy());
+        channels.insert(address.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    /// Calls the owner of `match_id` with `call`, retrying retryable failures on a fresh
+    /// view of the ring until the budget is spent.
+    pub async fn forward<T, F, Fut>(&self, op: &'static str, match_id: Uuid, call: F) -> Result<T, RpcError>
+    where
+        F: Fn(NodeClient) -> Fut,
+        Fut: Future<Output = Result<Response<T>, Status>>,
+    {
+        let span = info_span!("router.forward", op, match_id = %match_id, node_id = tracing::field::Empty);
+        async {
+            let budget = &self.inner.budget;
+            let m = &self.inner.metrics;
+            let deadline = Instant::now() + budget.total;
+            let mut backoff = budget.first_backoff;
+            loop {
+                let ring = self.inner.membership.ring();
+                let error = match ring.owner(match_id) {
+                    None => RpcError::Unavailable("no live node in the ring".into()),
+                    Some(owner) => {
+                        tracing::Span::current().record("node_id", owner.node_id.as_str());
+                        let client = self.client(&owner.address)?;
+                        let started = Instant::now();
+                        let result = call(client).await;
+                        m.hop_seconds.with_label_values(&[op]).observe(started.elapsed().as_secs_f64());
+                        match result {
+                            Ok(reply) => {
+                                m.forwards.with_label_values(&[op, "ok"]).inc();
+                                return Ok(reply.into_inner());
+                            }
+                            Err(status) => RpcError::from(status),
+                        }
+                    }
+                };
+                if !error.is_retryable() || Instant::now() + backoff > deadline {
+                    m.forwards.with_label_values(&[op, outcome(&error)]).inc();
+                    return Err(error);
+                }
+                debug!(error = %error, "retrying on a fresh ring");
+                m.retries.with_label_values(&[op, outcome(&error)]).inc();
+                self.inner.membership.refresh_now().await;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(budget.max_backoff);
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
+        let match_id = if req.match_id.is_empty() {
+            juegoland_actors::shell::random_uuid()
+        } else {
+            juegoland_rpc::uuid_field("match_id", &req.match_id)?
+        };
+        let req = pb::CreateMatchRequest { match_id: match_id.to_string(), ..req };
+        self.forward("create_match", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.create_match(req).await }
+        })
+        .await
+    }
+
+    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        let match_id = juegoland_rpc::envelope(&req.envelope_json)?.match_id;
+        self.forward("submit_command", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.submit_command(req).await }
+        })
+        .await
+    }
+
+    async fn status_of(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("command_status", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.command_status(req).await }
+        })
+        .await
+    }
+
+    async fn sync_of(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("sync", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.sync(req).await }
+        })
+        .await
+    }
+
+    async fn withdraw_of(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("withdraw", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.withdraw(req).await }
+        })
+        .await
+    }
+
+    async fn fire_of(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("fire_deadline", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.fire_deadline(req).await }
+        })
+        .await
+    }
+
+    async fn revision_of(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("revision", match_id, |mut c| {
+            let req = req.clone();
+            async move { c.revision(req).await }
+        })
+        .await
+    }
+}
+
+/// A sync reply from the wire.
+fn sync_reply(reply: pb::SyncReply) -> Result<Result<SyncReply, ErrorMessage>, RpcError> {
+    match reply.outcome {
+        Some(pb::sync_reply::Outcome::Snapshot(s)) => Ok(Ok(SyncReply {
+            seat: s.seat,
+            revision: s.revision,
+            game: juegoland_rpc::game_key(s.game)?,
+            view_schema_version: s.view_schema_version,
+            event_schema_version: s.event_schema_version,
+            snapshot: juegoland_rpc::server_message(&s.snapshot_json)?,
+        })),
+        Some(pb::sync_reply::Outcome::ErrorJson(json)) => match juegoland_rpc::server_message(&json)? {
+            ServerMessage::Error(e) => Ok(Err(e)),
+            other => Err(RpcError::Internal(format!("sync answered {}", other.message_type()))),
+        },
+        None => Err(RpcError::Internal("empty sync reply".into())),
+    }
+}
+
+#[async_trait::async_trait]
+impl Matches for Forwarder {
+    fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    async fn create_match(
+        &self,
+        game: &GameKey,
+        seats: BTreeMap<String, SeatHolder>,
+        config: &Value,
+    ) -> Result<Uuid, HostError> {
+        let req = pb::CreateMatchRequest {
+            match_id: String::new(),
+            game: Some(juegoland_rpc::game_key_to_pb(game)),
+            seats: juegoland_rpc::seats_to_pb(&seats),
+            config_json: config.to_string(),
+        };
+        let reply = self.create(req).await.map_err(to_host)?;
+        juegoland_rpc::uuid_field("match_id", &reply.match_id).map_err(to_host)
+    }
+
+    async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
+        let req = pb::SubmitCommandRequest {
+            principal: principal.to_owned(),
+            envelope_json: juegoland_rpc::envelope_to_json(&envelope),
+        };
+        let reply = self.submit(req).await.map_err(to_host)?;
+        juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
+    }
+
+    async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
+        let req = pb::SyncRequest { match_id: match_id.to_string(), principal: principal.to_owned() };
+        let reply = self.sync_of(req).await.map_err(to_host)?;
+        sync_reply(reply).map_err(to_host)
+    }
+
+    async fn command_status(
+        &self,
+        match_id: Uuid,
+        principal: &str,
+        command_id: Uuid,
+    ) -> Result<ServerMessage, HostError> {
+        let req = pb::CommandStatusRequest {
+            match_id: match_id.to_string(),
+            principal: principal.to_owned(),
+            command_id: command_id.to_string(),
+        };
+        let reply = self.status_of(req).await.map_err(to_host)?;
+        juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
+    }
+
+    async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
+        let req = pb::WithdrawRequest { match_id: match_id.to_string(), seat: seat.to_owned() };
+        Ok(self.withdraw_of(req).await.map_err(to_host)?.revision)
+    }
+
+    async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError> {
+        let req = pb::FireDeadlineRequest { match_id: match_id.to_string(), deadline_id: id.to_owned(), generation };
+        Ok(self.fire_of(req).await.map_err(to_host)?.revision)
+    }
+
+    async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
+        let req = pb::RevisionRequest { match_id: match_id.to_string() };
+        Ok(self.revision_of(req).await.map_err(to_host)?.revision)
+    }
+}
+
+/// The router's gRPC service over a [`Forwarder`].
+#[derive(Clone)]
+pub struct RouterService(pub Forwarder);
+
+fn reply<T>(r: Result<T, RpcError>) -> Result<Response<T>, Status> {
+    r.map(Response::new).map_err(Status::from)
+}
+
+#[tonic::async_trait]
+impl pb::router_server::Router for RouterService {
+    async fn list_games(&self, _: Request<pb::ListGamesRequest>) -> Result<Response<pb::ListGamesReply>, Status> {
+        let games = self
+            .0
+            .inner
+            .registry
+            .games()
+            .map(|g| {
+                let d = g.descriptor();
+                pb::GameInfo {
+                    key: Some(pb::GameKey { id: d.id.clone(), rules_version: d.rules_version.clone() }),
+                    game_version: d.version.clone(),
+                    view_schema_version: d.view_schema_version,
+                    event_schema_version: d.event_schema_version,
+                    min_seats: d.min_seats,
+                    max_seats: d.max_seats,
+                    bots: d.bots.clone(),
+                    actions: d.actions.iter().map(|a| a.action_type.clone()).collect(),
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::ListGamesReply { games }))
+    }
+
+    async fn create_match(
+        &self,
+        request: Request<pb::CreateMatchRequest>,
+    ) -> Result<Response<pb::CreateMatchReply>, Status> {
+        reply(self.0.create(request.into_inner()).await)
+    }
+
+    async fn submit_command(
+        &self,
+        request: Request<pb::SubmitCommandRequest>,
+    ) -> Result<Response<pb::ServerMessageReply>, Status> {
+        reply(self.0.submit(request.into_inner()).await)
+    }
+
+    async fn command_status(
+        &self,
+        request: Request<pb::CommandStatusRequest>,
+    ) -> Result<Response<pb::ServerMessageReply>, Status> {
+        reply(self.0.status_of(request.into_inner()).await)
+    }
+
+    async fn sync(&self, request: Request<pb::SyncRequest>) -> Result<Response<pb::SyncReply>, Status> {
+        reply(self.0.sync_of(request.into_inner()).await)
+    }
+
+    async fn withdraw(&self, request: Request<pb::WithdrawRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
+        reply(self.0.withdraw_of(request.into_inner()).await)
+    }
+
+    async fn fire_deadline(
+        &self,
+        request: Request<pb::FireDeadlineRequest>,
+    ) -> Result<Response<pb::LifecycleReply>, Status> {
+        reply(self.0.fire_of(request.into_inner()).await)
+    }
+
+    async fn revision(&self, request: Request<pb::RevisionRequest>) -> Result<Response<pb::RevisionReply>, Status> {
+        reply(self.0.revision_of(request.into_inner()).await)
+    }
+}

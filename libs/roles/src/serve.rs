@@ -1,0 +1,288 @@
+//! The node and router processes: typed configuration (defaults and environment overrides
+//! next to each field), start-up, the drain on SIGTERM and the self-fence on a lost lease.
+//! `services/node`, `services/router` and the `juegoland node|router` subcommands all run
+//! these functions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::routing::get;
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_bus::LocalBus;
+use juegoland_core::{Engine, Registry};
+use juegoland_edge::{EdgeOptions, EdgeState, Tokens};
+use juegoland_rpc::pb;
+use juegoland_store::PgStore;
+use sqlx::postgres::PgPoolOptions;
+use tokio::net::TcpListener;
+use tracing::{error, info, warn};
+
+use crate::node::{NodeMetrics, NodeService};
+use crate::router::{Forwarder, RetryBudget, RouterMetrics, RouterService};
+use juegoland_cluster::{Heartbeat, Membership, join};
+
+/// Settings of a node process.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeConfig {
+    /// This node's stable name (in Kubernetes, the StatefulSet pod name).
+    #[arg(long, env = "JUEGOLAND_NODE_ID")]
+    pub node_id: String,
+    /// Address the node's gRPC server listens on.
+    #[arg(long, env = "JUEGOLAND_GRPC", default_value = "127.0.0.1:7100")]
+    pub grpc: SocketAddr,
+    /// URL routers use to reach this node (default: `http://` + the gRPC address).
+    #[arg(long, env = "JUEGOLAND_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:9100")]
+    pub http: SocketAddr,
+    /// PostgreSQL URL: the store and the membership registry.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
+    pub database_url: String,
+    /// Connections of the store's pool (commits share transactions, so a few suffice).
+    #[arg(long, env = "JUEGOLAND_DATABASE_POOL", default_value_t = 16)]
+    pub database_pool: u32,
+    /// Lease time to live, in milliseconds: a node silent this long leaves the ring.
+    #[arg(long, env = "JUEGOLAND_LEASE_TTL_MS", default_value_t = 2_000)]
+    pub lease_ttl_ms: u64,
+    /// How often the ring is re-read from the registry, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_MEMBERSHIP_REFRESH_MS", default_value_t = 250)]
+    pub membership_refresh_ms: u64,
+    /// Seconds without messages before a match actor passivates.
+    #[arg(long, env = "JUEGOLAND_IDLE_PASSIVATION", default_value_t = 300)]
+    pub idle_passivation: u64,
+    /// Fault injection for crash tests: abort right after the N-th commit.
+    #[arg(long, hide = true)]
+    pub fault_crash_after_commits: Option<u64>,
+}
+
+/// Settings of a router process.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RouterConfig {
+    /// Address the router's gRPC server listens on.
+    #[arg(long, env = "JUEGOLAND_GRPC", default_value = "127.0.0.1:7000")]
+    pub grpc: SocketAddr,
+    /// Address of the HTTP server: the platform API, /metrics, /healthz, /readyz.
+    #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
+    pub http: SocketAddr,
+    /// PostgreSQL URL of the membership registry.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
+    pub database_url: String,
+    /// How often the ring is re-read from the registry, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_MEMBERSHIP_REFRESH_MS", default_value_t = 250)]
+    pub membership_refresh_ms: u64,
+    /// How long one call is retried across NOT_OWNER / UNAVAILABLE, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_RETRY_BUDGET_MS", default_value_t = 8_000)]
+    pub retry_budget_ms: u64,
+    /// Bearer token the platform must present on create/withdraw; open when unset.
+    #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
+    pub platform_token: Option<String>,
+}
+
+/// Waits for SIGTERM or Ctrl-C.
+async fn terminated() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
+}
+
+fn health_routes(registry: prometheus::Registry, ready: Arc<std::sync::atomic::AtomicBool>) -> axum::Router {
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let ready = ready.load(std::sync::atomic::Ordering::SeqCst);
+                async move {
+                    if ready {
+                        (axum::http::StatusCode::OK, "ready")
+                    } else {
+                        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining")
+                    }
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let families = registry.gather();
+                async move {
+                    let mut out = String::new();
+                    let _ = prometheus::TextEncoder::new().encode_utf8(&families, &mut out);
+                    ([(axum::http::header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], out)
+                }
+            }),
+        )
+}
+
+/// Runs a node until SIGTERM (then drains) or until its lease is lost (then it stops
+/// serving at once and returns an error, so its supervisor restarts it as a new
+/// incarnation).
+pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<()> {
+    let ttl = Duration::from_millis(config.lease_ttl_ms);
+    let refresh = Duration::from_millis(config.membership_refresh_ms);
+    // Membership has its own small pool so heartbeats never queue behind commits.
+    let members_pool = PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(ttl / 2)
+        .connect(&config.database_url)
+        .await
+        .context("connect to PostgreSQL (membership)")?;
+    // Connecting the store runs the migrations, the registry's table included.
+    let options: sqlx::postgres::PgConnectOptions = config.database_url.parse().context("parse the database URL")?;
+    let pool = PgStore::pool_options().max_connections(config.database_pool.max(2));
+    let store = PgStore::connect_with(pool, options).await.context("connect to PostgreSQL (store)")?;
+    let grpc = TcpListener::bind(config.grpc).await.with_context(|| format!("bind {}", config.grpc))?;
+    let grpc_addr = grpc.local_addr()?;
+    let advertise = config.advertise.clone().unwrap_or_else(|| format!("http://{grpc_addr}"));
+    let lease = join(&members_pool, &config.node_id, &advertise, ttl).await.context("join the cluster")?;
+    let incarnation = lease.incarnation();
+    let store = Arc::new(store.owned_by(incarnation.to_string()));
+    let heartbeat = Heartbeat::start(members_pool.clone(), lease);
+
+    let prometheus = prometheus::Registry::new();
+    let membership = Membership::start(members_pool.clone(), refresh);
+    membership.register(&prometheus).context("register membership metrics")?;
+    membership.refresh_now().await;
+    let host_config = HostConfig {
+        idle_passivation: Duration::from_secs(config.idle_passivation),
+        crash_after_commits: config.fault_crash_after_commits,
+        ..HostConfig::default()
+    };
+    let engine = Arc::new(Engine::new(Arc::new(registry)));
+    let metrics = Metrics::new(&prometheus).context("register host metrics")?;
+    let host = Host::start(engine, store, Arc::new(LocalBus::default()), metrics, host_config)
+        .await
+        .context("start the match host")?;
+    let node_metrics = NodeMetrics::new(&prometheus).context("register node metrics")?;
+    let service = NodeService::new(host.clone(), config.node_id.clone(), incarnation, membership.clone(), node_metrics);
+
+    // Matches the ring moves elsewhere are passivated here, so their new owner is alone.
+    let mut ring = membership.subscribe();
+    let shedder = service.clone();
+    tokio::spawn(async move {
+        while ring.changed().await.is_ok() {
+            shedder.shed_moved().await;
+        }
+    });
+
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
+    let http_addr = http.local_addr()?;
+    let health = health_routes(prometheus, ready.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(http, health).await {
+            error!(error = %e, "node HTTP server failed");
+        }
+    });
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut stop_rx2 = stop_rx.clone();
+    let server = tonic::transport::Server::builder()
+        .add_service(pb::node_server::NodeServer::new(service.clone()))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), async move {
+            let _ = stop_rx2.wait_for(|s| *s).await;
+        });
+    let server = tokio::spawn(server);
+    info!(node_id = %config.node_id, %incarnation, grpc = %grpc_addr, http = %http_addr, "node serving");
+    // Tests and scripts read this line to find the ports when started with port 0.
+    println!("node {} serving grpc {advertise} http http://{http_addr}/", config.node_id);
+
+    let outcome = tokio::select! {
+        _ = terminated() => Ok(()),
+        lost = heartbeat.lost() => Err(lost),
+    };
+    service.stop_serving();
+    ready.store(false, std::sync::atomic::Ordering::SeqCst);
+    match outcome {
+        Ok(()) => {
+            info!(node_id = %config.node_id, "draining: leaving the ring and passivating every match");
+            // Leave the ring first (the lease stays renewed while draining), then hand the
+            // matches back, then give the lease up.
+            if let Err(e) = heartbeat.lease().set_draining(&members_pool).await {
+                warn!(error = %e, "could not mark the node draining");
+            }
+            for match_id in host.active_matches() {
+                host.passivate(match_id).await;
+                if let Err(e) = host.store().release(match_id).await {
+                    warn!(match_id = %match_id, error = %e, "could not release the match");
+                }
+            }
+            let lease = heartbeat.stop().await;
+            if let Err(e) = lease.release(&members_pool).await {
+                warn!(error = %e, "could not release the lease");
+            }
+            let _ = stop_tx.send(true);
+            let _ = server.await;
+            info!(node_id = %config.node_id, "drained");
+            Ok(())
+        }
+        Err(lost) => {
+            error!(node_id = %config.node_id, reason = ?lost, "lease lost: stopped serving; restart as a new incarnation");
+            for match_id in host.active_matches() {
+                host.passivate(match_id).await;
+            }
+            let _ = stop_tx.send(true);
+            anyhow::bail!("the node's lease was lost ({lost:?})")
+        }
+    }
+}
+
+/// Runs a router until SIGTERM.
+pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
+    let refresh = Duration::from_millis(config.membership_refresh_ms);
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&config.database_url)
+        .await
+        .context("connect to PostgreSQL (membership)")?;
+    let prometheus = prometheus::Registry::new();
+    let membership = Membership::start(pool, refresh);
+    membership.register(&prometheus).context("register membership metrics")?;
+    membership.refresh_now().await;
+    let budget = RetryBudget { total: Duration::from_millis(config.retry_budget_ms), ..RetryBudget::default() };
+    let metrics = RouterMetrics::new(&prometheus).context("register router metrics")?;
+    let forwarder = Forwarder::new(membership, Arc::new(registry), budget, metrics);
+
+    // The platform API is the edge's, over the forwarder; the router serves no WebSocket
+    // and mints no tokens, so its signing key is a throwaway.
+    let mut secret = vec![0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random token key: {e}"))?;
+    let tokens = Tokens::new(&secret, 60).context("token keys")?;
+    let options = EdgeOptions { dev: false, platform_token: config.platform_token.clone(), ..EdgeOptions::default() };
+    let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus, options)
+        .context("register edge metrics")?;
+    let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
+    let http_addr = http.local_addr()?;
+    let grpc = TcpListener::bind(config.grpc).await.with_context(|| format!("bind {}", config.grpc))?;
+    let grpc_addr = grpc.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut grpc_stop = stop_rx.clone();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(pb::router_server::RouterServer::new(RouterService(forwarder)))
+            .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), async move {
+                let _ = grpc_stop.wait_for(|s| *s).await;
+            }),
+    );
+    let mut http_stop = stop_rx;
+    let web = tokio::spawn(async move {
+        axum::serve(http, juegoland_edge::router(edge))
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    info!(grpc = %grpc_addr, http = %http_addr, "router serving");
+    println!("router serving grpc http://{grpc_addr} http http://{http_addr}/");
+    terminated().await;
+    info!("router stopping");
+    let _ = stop_tx.send(true);
+    let _ = server.await;
+    let _ = web.await;
+    Ok(())
+}

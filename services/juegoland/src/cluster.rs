@@ -1,0 +1,138 @@
+//! `juegoland cluster`: a local cluster on loopback for manual use and tests — nodes and
+//! routers as child processes of this binary, each restarted when it exits on its own (a
+//! node that lost its lease exits to come back as a new incarnation); Ctrl-C or SIGTERM
+//! sends SIGTERM to every child, so nodes drain, and waits for them.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::process::{Child, Command};
+use tracing::{info, warn};
+
+/// Settings of the local cluster launcher.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterConfig {
+    /// PostgreSQL URL shared by every node and router.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    pub database_url: String,
+    /// How many nodes to start.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u16,
+    /// How many routers to start.
+    #[arg(long, default_value_t = 2)]
+    pub routers: u16,
+    /// Node i listens for gRPC on 127.0.0.1:(node_port + i) and serves metrics on
+    /// (node_port + 100 + i).
+    #[arg(long, default_value_t = 7100)]
+    pub node_port: u16,
+    /// Router i serves gRPC on 127.0.0.1:(router_port + i) and HTTP on
+    /// (router_http_port + i).
+    #[arg(long, default_value_t = 7000)]
+    pub router_port: u16,
+    #[arg(long, default_value_t = 8080)]
+    pub router_http_port: u16,
+}
+
+struct Role {
+    name: String,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Role {
+    fn start(&mut self, exe: &std::path::Path) -> anyhow::Result<()> {
+        let child = Command::new(exe)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("start {}", self.name))?;
+        info!(role = %self.name, pid = child.id(), "started");
+        self.child = Some(child);
+        Ok(())
+    }
+}
+
+fn roles(config: &ClusterConfig) -> Vec<Role> {
+    let url = config.database_url.clone();
+    let mut roles = Vec::new();
+    for i in 0..config.nodes {
+        let args = vec![
+            "node".into(),
+            "--node-id".into(),
+            format!("node-{i}"),
+            "--grpc".into(),
+            format!("127.0.0.1:{}", config.node_port + i),
+            "--http".into(),
+            format!("127.0.0.1:{}", config.node_port + 100 + i),
+            "--database-url".into(),
+            url.clone(),
+        ];
+        roles.push(Role { name: format!("node-{i}"), args, child: None });
+    }
+    for i in 0..config.routers {
+        let args = vec![
+            "router".into(),
+            "--grpc".into(),
+            format!("127.0.0.1:{}", config.router_port + i),
+            "--http".into(),
+            format!("127.0.0.1:{}", config.router_http_port + i),
+            "--database-url".into(),
+            url.clone(),
+        ];
+        roles.push(Role { name: format!("router-{i}"), args, child: None });
+    }
+    roles
+}
+
+fn terminate(child: &Child) {
+    if let Some(pid) = child.id() {
+        // SAFETY-free: `kill` through the command line tool keeps this crate free of unsafe.
+        let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    }
+}
+
+pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("find this binary")?;
+    let mut roles = roles(&config);
+    for role in &mut roles {
+        role.start(&exe)?;
+    }
+    println!(
+        "local cluster: {} nodes, {} routers; platform API at http://127.0.0.1:{}/ (Ctrl-C drains and stops)",
+        config.nodes, config.routers, config.router_http_port
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+            _ = tick.tick() => {
+                for role in &mut roles {
+                    let exited = match role.child.as_mut() {
+                        Some(c) => c.try_wait()?,
+                        None => None,
+                    };
+                    if let Some(status) = exited {
+                        warn!(role = %role.name, %status, "exited; restarting");
+                        role.start(&exe)?;
+                    }
+                }
+            }
+        }
+    }
+    info!("stopping the local cluster");
+    for role in &roles {
+        if let Some(c) = &role.child {
+            terminate(c);
+        }
+    }
+    for role in &mut roles {
+        if let Some(c) = role.child.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(15), c.wait()).await;
+        }
+    }
+    Ok(())
+}
