@@ -150,6 +150,8 @@ struct Shared {
     commits: std::sync::atomic::AtomicU64,
     actor_ids: parking_lot::Mutex<HashMap<ActorId, Uuid>>,
     supervisor: OnceLock<ActorRef<()>>,
+    /// Dispatched revisions to mark in the outbox, grouped off the actors' path.
+    marks: tokio::sync::mpsc::UnboundedSender<(Uuid, u64)>,
 }
 
 /// A handle to the match host. Cheap to clone.
@@ -167,6 +169,7 @@ impl Host {
         metrics: Metrics,
         config: HostConfig,
     ) -> Result<Self, HostError> {
+        let (marks, marks_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             engine,
             store,
@@ -177,7 +180,9 @@ impl Host {
             commits: std::sync::atomic::AtomicU64::new(0),
             actor_ids: parking_lot::Mutex::new(HashMap::new()),
             supervisor: OnceLock::new(),
+            marks,
         });
+        spawn_marker(shared.store.clone(), marks_rx);
         let (supervisor, _) = Actor::spawn(None, Supervisor, Arc::downgrade(&shared))
             .await
             .map_err(|e| HostError::Internal(format!("start supervisor: {e}")))?;
@@ -341,6 +346,20 @@ impl Host {
     }
 }
 
+/// Marks dispatched revisions in the outbox, as many per store call as have queued up. The
+/// task ends when the host (the sender) is dropped; a failed mark is left to the sweeper.
+fn spawn_marker(store: Arc<dyn Store>, mut marks: tokio::sync::mpsc::UnboundedReceiver<(Uuid, u64)>) {
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        while marks.recv_many(&mut batch, 1024).await > 0 {
+            if let Err(e) = store.mark_dispatched(&batch).await {
+                warn!(error = %e, marks = batch.len(), "could not mark the outbox dispatched; the sweeper will resend");
+            }
+            batch.clear();
+        }
+    });
+}
+
 fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
     if shared.actor_ids.lock().remove(&actor).is_some() {
         shared.metrics.active_actors.dec();
@@ -361,7 +380,7 @@ async fn sweep(shared: &Shared) -> Result<(), HostError> {
     for ((match_id, revision), pubs) in by_revision {
         match shared.bus.publish(&pubs).await {
             Ok(()) => {
-                shared.store.mark_dispatched(match_id, revision).await?;
+                shared.store.mark_dispatched(&[(match_id, revision)]).await?;
                 shared.metrics.dispatch.with_label_values(&["swept"]).inc();
             }
             Err(e) => {
@@ -625,9 +644,9 @@ impl MatchActor {
             match self.shared.bus.publish(&commit.publications).await {
                 Ok(()) => {
                     self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
-                    if let Err(e) = self.shared.store.mark_dispatched(commit.match_id, revision).await {
-                        warn!(match_id = %commit.match_id, error = %e, "could not mark the outbox dispatched; the sweeper will resend");
-                    }
+                    // Marked in the background with other matches' marks: the answer does not
+                    // wait for it, and a mark lost in a crash only means a re-dispatch.
+                    let _ = self.shared.marks.send((commit.match_id, revision));
                 }
                 Err(e) => {
                     self.shared.metrics.dispatch.with_label_values(&["failed"]).inc();

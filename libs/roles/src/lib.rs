@@ -8,6 +8,10 @@
 //! (`errors.rs`), and the processes' start-up, drain on SIGTERM and self-fence on a lost
 //! lease (`serve.rs`). Must not use: any service crate, or know any game by name (the
 //! catalog is passed in).
+//!
+//! Every call a router forwards carries the W3C trace context of its `router.forward` span
+//! in the gRPC metadata, and the node's `node.call` span continues it (`libs/telemetry`), so
+//! one command is one trace across the processes.
 
 mod errors;
 mod node;

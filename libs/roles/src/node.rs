@@ -139,7 +139,7 @@ impl NodeService {
     {
         let started = Instant::now();
         let span = info_span!("node.call", op, match_id = tracing::field::Empty, node_id = %self.inner.node_id);
-        let _ = metadata;
+        juegoland_telemetry::set_parent(&span, juegoland_telemetry::extract(metadata));
         let result = async {
             let match_id = match_id?;
             tracing::Span::current().record("match_id", tracing::field::display(match_id));

@@ -14,6 +14,7 @@ use juegoland_actors::{HostError, Matches, SyncReply};
 use juegoland_core::{GameKey, Registry, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
 use juegoland_rpc::{RpcError, pb};
+use juegoland_telemetry::Context as TraceContext;
 use prometheus::{HistogramVec, IntCounterVec};
 use serde_json::Value;
 use tonic::transport::{Channel, Endpoint};
@@ -151,13 +152,24 @@ impl Forwarder {
     }
 
     /// Calls the owner of `match_id` with `call`, retrying retryable failures on a fresh
-    /// view of the ring until the budget is spent.
-    pub async fn forward<T, F, Fut>(&self, op: &'static str, match_id: Uuid, call: F) -> Result<T, RpcError>
+    /// view of the ring until the budget is spent. The `router.forward` span continues
+    /// `parent` (the caller's trace context) when given; `call` builds its request with
+    /// [`request`], so every attempt carries this span's context to the node.
+    pub async fn forward<T, F, Fut>(
+        &self,
+        op: &'static str,
+        match_id: Uuid,
+        parent: Option<TraceContext>,
+        call: F,
+    ) -> Result<T, RpcError>
     where
         F: Fn(NodeClient) -> Fut,
         Fut: Future<Output = Result<Response<T>, Status>>,
     {
         let span = info_span!("router.forward", op, match_id = %match_id, node_id = tracing::field::Empty);
+        if let Some(parent) = parent {
+            juegoland_telemetry::set_parent(&span, parent);
+        }
         async {
             let budget = &self.inner.budget;
             let m = &self.inner.metrics;
@@ -197,73 +209,105 @@ impl Forwarder {
         .await
     }
 
-    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
+    async fn create(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::CreateMatchRequest,
+    ) -> Result<pb::CreateMatchReply, RpcError> {
         let match_id = if req.match_id.is_empty() {
             juegoland_actors::shell::random_uuid()
         } else {
             juegoland_rpc::uuid_field("match_id", &req.match_id)?
         };
         let req = pb::CreateMatchRequest { match_id: match_id.to_string(), ..req };
-        self.forward("create_match", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("create_match", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.create_match(req).await }
         })
         .await
     }
 
-    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
+    async fn submit(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::SubmitCommandRequest,
+    ) -> Result<pb::ServerMessageReply, RpcError> {
         let match_id = juegoland_rpc::envelope(&req.envelope_json)?.match_id;
-        self.forward("submit_command", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("submit_command", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.submit_command(req).await }
         })
         .await
     }
 
-    async fn status_of(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
+    async fn status_of(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::CommandStatusRequest,
+    ) -> Result<pb::ServerMessageReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("command_status", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("command_status", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.command_status(req).await }
         })
         .await
     }
 
-    async fn sync_of(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
+    async fn sync_of(&self, parent: Option<TraceContext>, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("sync", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("sync", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.sync(req).await }
         })
         .await
     }
 
-    async fn withdraw_of(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
+    async fn withdraw_of(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::WithdrawRequest,
+    ) -> Result<pb::LifecycleReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("withdraw", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("withdraw", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.withdraw(req).await }
         })
         .await
     }
 
-    async fn fire_of(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
+    async fn fire_of(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::FireDeadlineRequest,
+    ) -> Result<pb::LifecycleReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("fire_deadline", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("fire_deadline", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.fire_deadline(req).await }
         })
         .await
     }
 
-    async fn revision_of(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
+    async fn revision_of(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::RevisionRequest,
+    ) -> Result<pb::RevisionReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("revision", match_id, |mut c| {
-            let req = req.clone();
+        self.forward("revision", match_id, parent, |mut c| {
+            let req = request(req.clone());
             async move { c.revision(req).await }
         })
         .await
     }
+}
+
+/// A request to a node carrying the current span's trace context (inside `forward`, the
+/// `router.forward` span's).
+fn request<T>(message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    juegoland_telemetry::inject(request.metadata_mut());
+    request
 }
 
 /// A sync reply from the wire.
@@ -303,7 +347,7 @@ impl Matches for Forwarder {
             seats: juegoland_rpc::seats_to_pb(&seats),
             config_json: config.to_string(),
         };
-        let reply = self.create(req).await.map_err(to_host)?;
+        let reply = self.create(None, req).await.map_err(to_host)?;
         juegoland_rpc::uuid_field("match_id", &reply.match_id).map_err(to_host)
     }
 
@@ -312,13 +356,13 @@ impl Matches for Forwarder {
             principal: principal.to_owned(),
             envelope_json: juegoland_rpc::envelope_to_json(&envelope),
         };
-        let reply = self.submit(req).await.map_err(to_host)?;
+        let reply = self.submit(None, req).await.map_err(to_host)?;
         juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
     }
 
     async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
         let req = pb::SyncRequest { match_id: match_id.to_string(), principal: principal.to_owned() };
-        let reply = self.sync_of(req).await.map_err(to_host)?;
+        let reply = self.sync_of(None, req).await.map_err(to_host)?;
         sync_reply(reply).map_err(to_host)
     }
 
@@ -333,29 +377,34 @@ impl Matches for Forwarder {
             principal: principal.to_owned(),
             command_id: command_id.to_string(),
         };
-        let reply = self.status_of(req).await.map_err(to_host)?;
+        let reply = self.status_of(None, req).await.map_err(to_host)?;
         juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
     }
 
     async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
         let req = pb::WithdrawRequest { match_id: match_id.to_string(), seat: seat.to_owned() };
-        Ok(self.withdraw_of(req).await.map_err(to_host)?.revision)
+        Ok(self.withdraw_of(None, req).await.map_err(to_host)?.revision)
     }
 
     async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError> {
         let req = pb::FireDeadlineRequest { match_id: match_id.to_string(), deadline_id: id.to_owned(), generation };
-        Ok(self.fire_of(req).await.map_err(to_host)?.revision)
+        Ok(self.fire_of(None, req).await.map_err(to_host)?.revision)
     }
 
     async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
         let req = pb::RevisionRequest { match_id: match_id.to_string() };
-        Ok(self.revision_of(req).await.map_err(to_host)?.revision)
+        Ok(self.revision_of(None, req).await.map_err(to_host)?.revision)
     }
 }
 
 /// The router's gRPC service over a [`Forwarder`].
 #[derive(Clone)]
 pub struct RouterService(pub Forwarder);
+
+/// The trace context the caller (a gateway, the platform, a test) sent, if any.
+fn parent<T>(request: &Request<T>) -> Option<TraceContext> {
+    Some(juegoland_telemetry::extract(request.metadata()))
+}
 
 fn reply<T>(r: Result<T, RpcError>) -> Result<Response<T>, Status> {
     r.map(Response::new).map_err(Status::from)
@@ -390,39 +439,39 @@ impl pb::router_server::Router for RouterService {
         &self,
         request: Request<pb::CreateMatchRequest>,
     ) -> Result<Response<pb::CreateMatchReply>, Status> {
-        reply(self.0.create(request.into_inner()).await)
+        reply(self.0.create(parent(&request), request.into_inner()).await)
     }
 
     async fn submit_command(
         &self,
         request: Request<pb::SubmitCommandRequest>,
     ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        reply(self.0.submit(request.into_inner()).await)
+        reply(self.0.submit(parent(&request), request.into_inner()).await)
     }
 
     async fn command_status(
         &self,
         request: Request<pb::CommandStatusRequest>,
     ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        reply(self.0.status_of(request.into_inner()).await)
+        reply(self.0.status_of(parent(&request), request.into_inner()).await)
     }
 
     async fn sync(&self, request: Request<pb::SyncRequest>) -> Result<Response<pb::SyncReply>, Status> {
-        reply(self.0.sync_of(request.into_inner()).await)
+        reply(self.0.sync_of(parent(&request), request.into_inner()).await)
     }
 
     async fn withdraw(&self, request: Request<pb::WithdrawRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
-        reply(self.0.withdraw_of(request.into_inner()).await)
+        reply(self.0.withdraw_of(parent(&request), request.into_inner()).await)
     }
 
     async fn fire_deadline(
         &self,
         request: Request<pb::FireDeadlineRequest>,
     ) -> Result<Response<pb::LifecycleReply>, Status> {
-        reply(self.0.fire_of(request.into_inner()).await)
+        reply(self.0.fire_of(parent(&request), request.into_inner()).await)
     }
 
     async fn revision(&self, request: Request<pb::RevisionRequest>) -> Result<Response<pb::RevisionReply>, Status> {
-        reply(self.0.revision_of(request.into_inner()).await)
+        reply(self.0.revision_of(parent(&request), request.into_inner()).await)
     }
 }

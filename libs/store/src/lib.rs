@@ -110,8 +110,10 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit` undispatched outbox rows, oldest first: ordered by match, then revision,
     /// then the order the publications of one revision were decided in.
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
-    /// Marks every outbox row of `match_id` up to `revision` as dispatched.
-    async fn mark_dispatched(&self, match_id: Uuid, revision: u64) -> Result<(), StoreError>;
+    /// Marks, for each `(match_id, revision)`, every outbox row of the match up to that
+    /// revision as dispatched. A mark lost in a crash only means a harmless re-dispatch, so
+    /// backends may make marks durable lazily (PostgreSQL commits them asynchronously).
+    async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError>;
     /// Up to `limit` pending deadlines due at `now_ms` (`due_ms <= now_ms`), earliest first,
     /// then by match, id and generation. Reading does not consume them: firing goes through
     /// the match (its generation check and commit).

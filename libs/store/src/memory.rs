@@ -126,10 +126,12 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn mark_dispatched(&self, match_id: Uuid, revision: u64) -> Result<(), StoreError> {
+    async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().await;
-        for (_, (_, dispatched)) in inner.outbox.range_mut((match_id, 0)..=(match_id, revision)) {
-            *dispatched = true;
+        for (match_id, revision) in marks {
+            for (_, (_, dispatched)) in inner.outbox.range_mut((*match_id, 0)..=(*match_id, *revision)) {
+                *dispatched = true;
+            }
         }
         Ok(())
     }

@@ -175,13 +175,27 @@ impl Store for PgStore {
             .collect()
     }
 
-    async fn mark_dispatched(&self, match_id: Uuid, revision: u64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET dispatched = true WHERE match_id = $1 AND revision <= $2 AND NOT dispatched")
-            .bind(match_id)
-            .bind(rows::to_i64(revision, "revision")?)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| store_error(PG, "mark outbox rows dispatched", e))?;
+    async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
+        if marks.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = marks.iter().map(|(id, _)| *id).collect();
+        let revisions = marks.iter().map(|(_, r)| rows::to_i64(*r, "revision")).collect::<Result<Vec<_>, _>>()?;
+        let err = |e| store_error(PG, "mark outbox rows dispatched", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        // A lost mark is a harmless re-dispatch: no need to wait for the WAL flush.
+        sqlx::query("SET LOCAL synchronous_commit TO OFF").execute(&mut *tx).await.map_err(err)?;
+        sqlx::query(
+            "UPDATE outbox AS o SET dispatched = true
+             FROM UNNEST($1::uuid[], $2::int8[]) AS m(match_id, revision)
+             WHERE o.match_id = m.match_id AND o.revision <= m.revision AND NOT o.dispatched",
+        )
+        .bind(&ids)
+        .bind(&revisions)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)?;
         Ok(())
     }
 

@@ -359,13 +359,18 @@ impl Store for SqliteStore {
             .collect()
     }
 
-    async fn mark_dispatched(&self, match_id: Uuid, revision: u64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET dispatched = 1 WHERE match_id = $1 AND revision <= $2 AND dispatched = 0")
-            .bind(match_id)
-            .bind(rows::to_i64(revision, "revision")?)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| store_error(LITE, "mark outbox rows dispatched", e))?;
+    async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
+        let err = |e| store_error(LITE, "mark outbox rows dispatched", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        for (match_id, revision) in marks {
+            sqlx::query("UPDATE outbox SET dispatched = 1 WHERE match_id = $1 AND revision <= $2 AND dispatched = 0")
+                .bind(match_id)
+                .bind(rows::to_i64(*revision, "revision")?)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
         Ok(())
     }
 

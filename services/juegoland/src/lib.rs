@@ -118,11 +118,19 @@ pub struct DevConfig {
     pub rate_burst: u32,
 }
 
-/// Logs as structured lines; `RUST_LOG` filters (default `info`).
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+/// Logs as structured lines (`RUST_LOG` filters, default `info`) and OpenTelemetry spans
+/// under the subcommand's service name, exported over OTLP when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`libs/telemetry`). Hold the guard for the life of
+/// the process.
+pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
+    let service_name = match command {
+        Command::Dev(_) => "juegoland-dev",
+        Command::Replay(_) => "juegoland-replay",
+        Command::Node(_) => "juegoland-node",
+        Command::Router(_) => "juegoland-router",
+        Command::Cluster(_) => "juegoland-cluster",
+    };
+    juegoland_telemetry::init(service_name)
 }
 
 /// Every game compiled into this binary (the shared catalog).

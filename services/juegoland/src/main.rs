@@ -10,6 +10,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = juegoland::Cli::parse();
-    juegoland::init_tracing();
+    let _telemetry = juegoland::init_tracing(&cli.command);
     juegoland::run(cli).await
 }

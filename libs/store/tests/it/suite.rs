@@ -370,14 +370,14 @@ pub async fn outbox_until_dispatched<B: Backend>(b: &mut B) {
     let limited = store.undispatched(3).await.unwrap();
     assert_eq!(limited.into_iter().map(|r| r.publication).collect::<Vec<_>>(), all[..3]);
     // Marking is per match and up to a revision.
-    store.mark_dispatched(id_a, 1).await.unwrap();
+    store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
     let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
     let mut left = expected(&bb);
     left.extend(expected(&a[2..]));
     assert_eq!(rows, left);
-    store.mark_dispatched(id_a, 1).await.unwrap();
-    store.mark_dispatched(id_b, 5).await.unwrap();
-    store.mark_dispatched(id_a, 2).await.unwrap();
+    store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
+    store.mark_dispatched(&[(id_b, 5)]).await.unwrap();
+    store.mark_dispatched(&[(id_a, 2)]).await.unwrap();
     assert_eq!(store.undispatched(1_000).await.unwrap(), vec![]);
 }
 
@@ -454,7 +454,7 @@ pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
     let cmd = game.fresh_command_id();
     let rejection = game.decide("bob", cmd, 0, 0);
     commit_ok(&*store, &rejection.commit).await;
-    store.mark_dispatched(id, 2).await.unwrap();
+    store.mark_dispatched(&[(id, 2)]).await.unwrap();
     let snapshot = |store: Arc<dyn Store>| {
         let keys: Vec<_> =
             commits[1..].iter().chain([&rejection.commit]).map(|c| c.receipt.as_ref().unwrap().key.clone()).collect();

@@ -4,4 +4,6 @@ mod client;
 mod cluster;
 mod conecta4;
 mod durability;
+mod harness;
 mod hundido;
+mod tracing;

@@ -1,0 +1,366 @@
+//! The cluster harness, shared by the cluster tests and the cluster benchmark (which
+//! includes this file with `#[path]`): nodes and routers of the `juegoland` binary as real
+//! processes on loopback over a private PostgreSQL schema, a Conecta 4 load driven through
+//! the router's gRPC API, and the audit of the store against what clients saw.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use juegoland_core::{LoggedOp, ReceiptKey, ReceiptOutcome};
+use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
+use juegoland_rpc::pb;
+use juegoland_store::{PgStore, Store};
+use juegoland_testkit::TestSchema;
+use serde_json::json;
+use tokio::sync::Mutex;
+use uuid::Uuid;
+
+pub type RouterClient = pb::router_client::RouterClient<tonic::transport::Channel>;
+
+/// One child process of the cluster, SIGKILLed on drop.
+pub struct Proc {
+    pub child: Child,
+    pub args: Vec<String>,
+    /// Extra environment variables of the process (kept across restarts).
+    pub env: Vec<(String, String)>,
+    /// The gRPC URL (`http://127.0.0.1:port`).
+    pub grpc: String,
+    pub http: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill").args([sig, &pid.to_string()]).status().expect("run kill").success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+impl Proc {
+    pub fn spawn(args: Vec<String>) -> Proc {
+        Proc::spawn_with_env(args, Vec::new())
+    }
+
+    /// Like `spawn`, with extra environment variables (they override the defaults).
+    pub fn spawn_with_env(args: Vec<String>, env: Vec<(String, String)>) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+            .args(&args)
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the juegoland binary");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("read the serving line");
+        // "node N serving grpc URL http URL" or "router serving grpc URL http URL"
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = |key: &str| {
+            let i = words.iter().position(|w| *w == key).unwrap_or_else(|| panic!("no {key} in {line:?}"));
+            words[i + 1].trim_end_matches('/').to_owned()
+        };
+        let (grpc, http) = (at("grpc"), at("http"));
+        Proc { child, args, env, grpc, http }
+    }
+
+    /// The text of `GET path` on the process's HTTP server (metrics, health).
+    pub async fn get(&self, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.http.trim_start_matches("http://");
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect to the HTTP server");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        signal(self.pid(), "-TERM");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "{:?} did not stop after SIGTERM", self.args);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the same role again with the same arguments (ports chosen anew).
+    pub fn restart(&mut self) {
+        let (args, env) = (self.args.clone(), self.env.clone());
+        *self = Proc::spawn_with_env(args, env);
+    }
+}
+
+pub struct Cluster {
+    pub schema: TestSchema,
+    pub nodes: Vec<Proc>,
+    pub routers: Vec<Proc>,
+}
+
+impl Cluster {
+    pub async fn start(test: &str, nodes: usize, routers: usize) -> Cluster {
+        Cluster::start_with_env(test, nodes, routers, &[]).await
+    }
+
+    /// Like `start`, with extra environment variables for every process.
+    pub async fn start_with_env(test: &str, nodes: usize, routers: usize, env: &[(&str, &str)]) -> Cluster {
+        let schema = TestSchema::create("cluster", test).await;
+        let url = schema.url();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let spawn = |args| Proc::spawn_with_env(args, env.clone());
+        // The first node runs the migrations alone; the others start once the tables exist.
+        let mut started = vec![spawn(node_args(&url, 0))];
+        started.extend((1..nodes).map(|i| spawn(node_args(&url, i))));
+        let routers = (0..routers).map(|_| spawn(router_args(&url))).collect();
+        Cluster { schema, nodes: started, routers }
+    }
+
+    pub async fn client(&self, router: usize) -> RouterClient {
+        RouterClient::connect(self.routers[router].grpc.clone()).await.expect("connect to the router")
+    }
+
+    pub async fn store(&self) -> PgStore {
+        PgStore::connect_with(PgStore::pool_options().max_connections(2), self.schema.options())
+            .await
+            .expect("connect the audit store")
+    }
+}
+
+pub fn node_args(url: &str, i: usize) -> Vec<String> {
+    // A small store pool per node: several test clusters share one PostgreSQL (100
+    // connections) on this machine.
+    [
+        "node",
+        "--node-id",
+        &format!("node-{i}"),
+        "--grpc",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--database-url",
+        url,
+        "--database-pool",
+        "4",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+pub fn router_args(url: &str) -> Vec<String> {
+    ["router", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--database-url", url].map(str::to_owned).to_vec()
+}
+
+/// What the clients saw: every applied ack (match, principal, command id, revision) and,
+/// per match, the longest time between two applied commands.
+#[derive(Default)]
+pub struct Seen {
+    pub applied: Vec<(Uuid, String, Uuid, u64)>,
+    pub longest_gap: BTreeMap<Uuid, Duration>,
+    pub failed_calls: u64,
+}
+
+/// Creates a Conecta 4 match between alice and bob. The client picks the match id, so a
+/// creation retried after a lost answer is the same match.
+pub async fn create(client: &mut RouterClient) -> Uuid {
+    let match_id = Uuid::from_u128(rand_u128());
+    let seats: std::collections::HashMap<String, pb::SeatHolder> = [("p0", "alice"), ("p1", "bob")]
+        .into_iter()
+        .map(|(s, p)| (s.to_owned(), pb::SeatHolder { holder: Some(pb::seat_holder::Holder::Principal(p.to_owned())) }))
+        .collect();
+    let req = pb::CreateMatchRequest {
+        match_id: match_id.to_string(),
+        game: Some(pb::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }),
+        seats,
+        config_json: "{}".into(),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match client.create_match(req.clone()).await {
+            Ok(reply) => {
+                assert_eq!(reply.into_inner().match_id, match_id.to_string());
+                return match_id;
+            }
+            Err(e) => {
+                assert!(Instant::now() < deadline, "creation kept failing: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Plays Conecta 4 through `client` until `until`; a match that ends is replaced by a new
+/// one. Every command is retried with the same id until it gets an answer, so a client
+/// never gives up on a command the cluster might have applied.
+pub async fn play(mut client: RouterClient, until: Instant, seen: Arc<Mutex<Seen>>) {
+    let mut match_id = create(&mut client).await;
+    let mut revision = 0u64;
+    let mut last_applied = Instant::now();
+    while Instant::now() < until {
+        let principal = if revision.is_multiple_of(2) { "alice" } else { "bob" };
+        let mut applied = false;
+        for k in 0..7u64 {
+            let envelope = CommandEnvelope {
+                match_id,
+                command_id: Uuid::from_u128(rand_u128()),
+                precondition: Precondition::Match { revision },
+                action: Action { r#type: "drop".into(), payload: json!({ "column": (revision * 3 + k) % 7 }) },
+            };
+            let req = pb::SubmitCommandRequest {
+                principal: principal.into(),
+                envelope_json: juegoland_rpc::envelope_to_json(&envelope),
+            };
+            let answer = loop {
+                match client.submit_command(req.clone()).await {
+                    Ok(r) => break r.into_inner(),
+                    Err(_) => {
+                        seen.lock().await.failed_calls += 1;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            };
+            match juegoland_rpc::server_message(&answer.message_json).expect("a server message") {
+                ServerMessage::Ack(ack) if ack.status == juegoland_protocol::AckStatus::Applied => {
+                    let r = ack.revision.expect("an applied ack has a revision");
+                    assert_eq!(r, revision + 1, "applied at the next revision");
+                    let mut seen = seen.lock().await;
+                    seen.applied.push((match_id, principal.to_owned(), envelope.command_id, r));
+                    let gap = last_applied.elapsed();
+                    let longest = seen.longest_gap.entry(match_id).or_default();
+                    *longest = (*longest).max(gap);
+                    last_applied = Instant::now();
+                    revision = r;
+                    applied = true;
+                    break;
+                }
+                ServerMessage::Ack(_) => continue,
+                other => panic!("unexpected answer {other:?}"),
+            }
+        }
+        if !applied {
+            // Finished (or every column full): next match.
+            match_id = create(&mut client).await;
+            revision = 0;
+            last_applied = Instant::now();
+        }
+    }
+}
+
+pub fn rand_u128() -> u128 {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("entropy");
+    u128::from_le_bytes(b)
+}
+
+/// Audits the store against what the clients saw, and replays every match.
+pub async fn audit(cluster: &Cluster, seen: &Seen) {
+    let store = cluster.store().await;
+    let mut per_match: BTreeMap<Uuid, u64> = BTreeMap::new();
+    for (match_id, principal, command_id, revision) in &seen.applied {
+        let key = ReceiptKey { match_id: *match_id, principal: principal.clone(), command_id: *command_id };
+        let receipt =
+            store.receipt(&key).await.expect("read a receipt").expect("an acknowledged command has a receipt");
+        assert_eq!(receipt.outcome, ReceiptOutcome::Applied { revision: *revision }, "{key:?}");
+        *per_match.entry(*match_id).or_default() += 1;
+    }
+    for match_id in store.match_ids().await.expect("list matches") {
+        let log = store.log(match_id).await.expect("read the log");
+        let revisions: Vec<u64> = log.iter().map(|e| e.revision).collect();
+        let expected: Vec<u64> = (0..log.len() as u64).collect();
+        assert_eq!(revisions, expected, "the log of {match_id} has no gap and no fork");
+        let mut commands = std::collections::BTreeSet::new();
+        for entry in &log {
+            if let LoggedOp::Command { command_id, .. } = &entry.op {
+                assert!(commands.insert(*command_id), "command {command_id} took effect twice in {match_id}");
+            }
+        }
+        let state = store.load(match_id).await.expect("load").expect("the match");
+        assert_eq!(state.revision, log.len() as u64 - 1, "the state is at the log's last revision");
+        if let Some(n) = per_match.get(&match_id) {
+            assert!(commands.len() as u64 >= *n, "every acknowledged command of {match_id} is in its log");
+        }
+    }
+    store.close().await;
+    let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+        .args(["replay", "--database-url", &cluster.schema.url()])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run juegoland replay");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "replay diverged:\n{text}");
+    assert!(text.contains(" 0 diverged"), "{text}");
+}
+
+/// The sum of every sample of `name` in a Prometheus text exposition.
+pub fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+pub async fn submit(client: &mut RouterClient, principal: &str, envelope: &CommandEnvelope) -> ServerMessage {
+    let req = pb::SubmitCommandRequest {
+        principal: principal.into(),
+        envelope_json: juegoland_rpc::envelope_to_json(envelope),
+    };
+    let reply = client.submit_command(req).await.expect("the router answers").into_inner();
+    juegoland_rpc::server_message(&reply.message_json).expect("a server message")
+}
+
+pub fn drop_at(match_id: Uuid, revision: u64, column: u64) -> CommandEnvelope {
+    CommandEnvelope {
+        match_id,
+        command_id: Uuid::from_u128(rand_u128()),
+        precondition: Precondition::Match { revision },
+        action: Action { r#type: "drop".into(), payload: json!({ "column": column }) },
+    }
+}
+
+pub fn applied_revision(msg: &ServerMessage) -> Option<u64> {
+    match msg {
+        ServerMessage::Ack(a) if a.status == juegoland_protocol::AckStatus::Applied => a.revision,
+        _ => None,
+    }
+}
+
+/// The matches of the load that the ring places on `node`, read from the store's owner
+/// column (the owner is the node's incarnation).
+pub async fn owned_by(cluster: &Cluster, node: &Proc) -> Vec<Uuid> {
+    let client = pb::node_client::NodeClient::connect(node.grpc.clone()).await;
+    let incarnation = client.expect("connect to the node").status(pb::NodeStatusRequest {}).await.expect("status");
+    let incarnation = incarnation.into_inner().incarnation;
+    let store = cluster.store().await;
+    let mut owned = Vec::new();
+    for id in store.match_ids().await.expect("list") {
+        if let Some((Some(owner), _)) = store.owner(id).await.expect("owner")
+            && owner == incarnation
+        {
+            owned.push(id);
+        }
+    }
+    store.close().await;
+    owned
+}
