@@ -176,3 +176,34 @@ async fn a_rolling_restart_of_every_node_and_router_loses_nothing() {
     drop(cluster.routers);
     cluster.schema.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refuses_matches_the_ring_gives_to_another_node() {
+    let cluster = Cluster::start("not_owner", 3, 1).await;
+    let mut client = cluster.client(0).await;
+    let match_id = create(&mut client).await;
+    let owner = cluster.store().await.owner(match_id).await.unwrap().unwrap().0.expect("an owner");
+    let mut refused = 0;
+    for node in &cluster.nodes {
+        let mut c = pb::node_client::NodeClient::connect(node.grpc.clone()).await.unwrap();
+        if c.status(pb::NodeStatusRequest {}).await.unwrap().into_inner().incarnation == owner {
+            continue;
+        }
+        let req = pb::SubmitCommandRequest {
+            principal: "alice".into(),
+            envelope_json: juegoland_rpc::envelope_to_json(&drop_at(match_id, 0, 3)),
+        };
+        let status = c.submit_command(req).await.expect_err("a node that does not own the match refuses it");
+        assert_eq!(
+            juegoland_rpc::RpcError::from(status.clone()),
+            juegoland_rpc::RpcError::NotOwner(status.message().into())
+        );
+        refused += 1;
+    }
+    assert_eq!(refused, 2, "both other nodes refuse");
+    // Nothing was applied by the refusals; the owner still takes the command.
+    assert_eq!(applied_revision(&submit(&mut client, "alice", &drop_at(match_id, 0, 3)).await), Some(1));
+    drop(cluster.nodes);
+    drop(cluster.routers);
+    cluster.schema.drop_schema().await;
+}
