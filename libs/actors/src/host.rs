@@ -372,10 +372,17 @@ fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
 
 /// Re-dispatches outbox rows left undispatched (after a crash or a bus failure).
 async fn sweep(shared: &Shared) -> Result<(), HostError> {
-    let rows = shared.store.undispatched(512).await?;
+    const LIMIT: usize = 512;
+    let rows = shared.store.undispatched(LIMIT).await?;
+    let full = rows.len() == LIMIT;
     let mut by_revision: BTreeMap<(Uuid, u64), Vec<juegoland_core::Publication>> = BTreeMap::new();
     for row in rows {
         by_revision.entry((row.publication.match_id, row.publication.revision)).or_default().push(row.publication);
+    }
+    // A full page may end in the middle of a revision: leave the last revision for the next
+    // round rather than publish part of it and mark all of it (unless it is all there is).
+    if full && by_revision.len() > 1 {
+        by_revision.pop_last();
     }
     for ((match_id, revision), pubs) in by_revision {
         match shared.bus.publish(&pubs).await {

@@ -1,9 +1,22 @@
 //! Fan-out of per-recipient publications from the match owner to the gateways.
 //!
-//! Owns: the [`Bus`] contract and the in-process backend. Delivery is at-least-once and in
+//! Owns: the [`Bus`] contract and its two backends. Delivery is at-least-once and in
 //! revision order per match while nothing is lost; a subscriber that falls behind or misses
 //! an entry sees [`BusItem::Gap`] and must resync — reliability is the protocol's job.
 //! Must not use: any service, storage, or rules.
+//!
+//! Which backend to choose:
+//! - one process (the all-in-one `juegoland dev`, tests): [`LocalBus`], a broadcast channel
+//!   per watched match; nothing leaves the process and nothing survives it.
+//! - a cluster, where the node that commits a match and the gateways that serve its clients
+//!   are different processes: [`RedisBus`], one bounded Redis stream per match
+//!   (`juegoland:{<match id>}:pub`). Publishing fails fast with [`BusError::Unavailable`]
+//!   while Redis is down (the outbox keeps the publications for a later retry), and open
+//!   subscriptions see [`BusItem::Gap`] once it is back.
+
+mod redis;
+
+pub use crate::redis::{RedisBus, RedisBusConfig};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,8 +30,12 @@ use uuid::Uuid;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
+    /// The bus cannot be reached now; retry later.
     #[error("bus unavailable: {0}")]
     Unavailable(String),
+    /// The bus was configured wrongly (a bad URL, a zero capacity); retrying does not help.
+    #[error("invalid bus configuration: {0}")]
+    InvalidConfig(String),
 }
 
 /// What a subscriber receives.

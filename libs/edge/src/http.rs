@@ -41,6 +41,7 @@ struct Inner {
     registry: prometheus::Registry,
     /// Whether the dev-only routes (token minting) are served.
     dev: bool,
+    platform_api: bool,
     /// The bearer token the platform back end must present on platform calls; `None` leaves
     /// them open (dev profile only).
     platform_token: Option<String>,
@@ -50,6 +51,9 @@ struct Inner {
 #[derive(Clone, Debug, Default)]
 pub struct EdgeOptions {
     pub dev: bool,
+    /// Whether the platform's calls (create, withdraw) are served here: by the all-in-one
+    /// and the routers, not by gateways.
+    pub platform_api: bool,
     pub platform_token: Option<String>,
     pub gateway: GatewayConfig,
 }
@@ -72,6 +76,7 @@ impl EdgeState {
                 gateway,
                 registry,
                 dev: options.dev,
+                platform_api: options.platform_api,
                 platform_token: options.platform_token,
             }),
         })
@@ -83,11 +88,12 @@ pub fn router(state: EdgeState) -> Router {
     let mut r = Router::new()
         .route("/", get(page))
         .route("/v1/games", get(games))
-        .route("/v1/matches", post(create_match))
-        .route("/v1/matches/{id}/withdrawals", post(withdraw))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
+    if state.inner.platform_api {
+        r = r.route("/v1/matches", post(create_match)).route("/v1/matches/{id}/withdrawals", post(withdraw));
+    }
     if state.inner.gateway.is_some() {
         r = r.route("/v1/ws", get(ws));
     }

@@ -20,5 +20,5 @@ mod serve;
 
 pub use errors::{to_host, to_rpc};
 pub use node::{NodeMetrics, NodeService};
-pub use router::{Forwarder, RetryBudget, RouterMetrics, RouterService};
-pub use serve::{NodeConfig, RouterConfig, run_node, run_router};
+pub use router::{Calls, Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
+pub use serve::{GatewayConfig, NodeConfig, RouterConfig, run_gateway, run_node, run_router};

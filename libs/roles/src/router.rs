@@ -329,10 +329,109 @@ fn sync_reply(reply: pb::SyncReply) -> Result<Result<SyncReply, ErrorMessage>, R
     }
 }
 
+/// The match-scoped calls of the API as wire messages. A router makes them by forwarding
+/// to owners ([`Forwarder`]); a gateway by calling a router ([`RouterCalls`]). [`Remote`]
+/// turns either into the edge's [`Matches`], so the conversions live in one place.
 #[async_trait::async_trait]
-impl Matches for Forwarder {
+pub trait Calls: Send + Sync + 'static {
+    fn registry(&self) -> &Arc<Registry>;
+    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError>;
+    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError>;
+    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError>;
+    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError>;
+    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError>;
+    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError>;
+    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError>;
+}
+
+#[async_trait::async_trait]
+impl Calls for Forwarder {
     fn registry(&self) -> &Arc<Registry> {
         &self.inner.registry
+    }
+    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
+        Forwarder::create(self, None, req).await
+    }
+    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        Forwarder::submit(self, None, req).await
+    }
+    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        self.status_of(None, req).await
+    }
+    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
+        self.sync_of(None, req).await
+    }
+    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
+        self.withdraw_of(None, req).await
+    }
+    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
+        self.fire_of(None, req).await
+    }
+    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
+        self.revision_of(None, req).await
+    }
+}
+
+/// A gateway's calls: to the routers (one channel balanced over every router address; the
+/// routers retry on owners, so a transport failure here is answered `UNAVAILABLE` and the
+/// client retries the same command).
+#[derive(Clone)]
+pub struct RouterCalls {
+    client: pb::router_client::RouterClient<Channel>,
+    registry: Arc<Registry>,
+}
+
+impl RouterCalls {
+    /// Calls to the routers at `addresses` (`http://host:port`), balanced.
+    pub fn new(addresses: &[String], registry: Arc<Registry>, call_timeout: Duration) -> Result<Self, RpcError> {
+        let endpoints = addresses
+            .iter()
+            .map(|a| {
+                Endpoint::from_shared(a.clone())
+                    .map(|e| e.timeout(call_timeout).connect_timeout(Duration::from_millis(500)).tcp_nodelay(true))
+                    .map_err(|e| RpcError::Internal(format!("router address {a:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let channel = Channel::balance_list(endpoints.into_iter());
+        Ok(Self { client: pb::router_client::RouterClient::new(channel), registry })
+    }
+}
+
+#[async_trait::async_trait]
+impl Calls for RouterCalls {
+    fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
+        Ok(self.client.clone().create_match(request(req)).await?.into_inner())
+    }
+    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        Ok(self.client.clone().submit_command(request(req)).await?.into_inner())
+    }
+    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
+        Ok(self.client.clone().command_status(request(req)).await?.into_inner())
+    }
+    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
+        Ok(self.client.clone().sync(request(req)).await?.into_inner())
+    }
+    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
+        Ok(self.client.clone().withdraw(request(req)).await?.into_inner())
+    }
+    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
+        Ok(self.client.clone().fire_deadline(request(req)).await?.into_inner())
+    }
+    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
+        Ok(self.client.clone().revision(request(req)).await?.into_inner())
+    }
+}
+
+/// The edge's [`Matches`] over wire calls.
+pub struct Remote<C>(pub C);
+
+#[async_trait::async_trait]
+impl<C: Calls> Matches for Remote<C> {
+    fn registry(&self) -> &Arc<Registry> {
+        self.0.registry()
     }
 
     async fn create_match(
@@ -347,7 +446,7 @@ impl Matches for Forwarder {
             seats: juegoland_rpc::seats_to_pb(&seats),
             config_json: config.to_string(),
         };
-        let reply = self.create(None, req).await.map_err(to_host)?;
+        let reply = self.0.create(req).await.map_err(to_host)?;
         juegoland_rpc::uuid_field("match_id", &reply.match_id).map_err(to_host)
     }
 
@@ -356,13 +455,13 @@ impl Matches for Forwarder {
             principal: principal.to_owned(),
             envelope_json: juegoland_rpc::envelope_to_json(&envelope),
         };
-        let reply = self.submit(None, req).await.map_err(to_host)?;
+        let reply = self.0.submit(req).await.map_err(to_host)?;
         juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
     }
 
     async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
         let req = pb::SyncRequest { match_id: match_id.to_string(), principal: principal.to_owned() };
-        let reply = self.sync_of(None, req).await.map_err(to_host)?;
+        let reply = self.0.sync(req).await.map_err(to_host)?;
         sync_reply(reply).map_err(to_host)
     }
 
@@ -377,23 +476,23 @@ impl Matches for Forwarder {
             principal: principal.to_owned(),
             command_id: command_id.to_string(),
         };
-        let reply = self.status_of(None, req).await.map_err(to_host)?;
+        let reply = self.0.command_status(req).await.map_err(to_host)?;
         juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
     }
 
     async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
         let req = pb::WithdrawRequest { match_id: match_id.to_string(), seat: seat.to_owned() };
-        Ok(self.withdraw_of(None, req).await.map_err(to_host)?.revision)
+        Ok(self.0.withdraw(req).await.map_err(to_host)?.revision)
     }
 
     async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError> {
         let req = pb::FireDeadlineRequest { match_id: match_id.to_string(), deadline_id: id.to_owned(), generation };
-        Ok(self.fire_of(None, req).await.map_err(to_host)?.revision)
+        Ok(self.0.fire_deadline(req).await.map_err(to_host)?.revision)
     }
 
     async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
         let req = pb::RevisionRequest { match_id: match_id.to_string() };
-        Ok(self.revision_of(None, req).await.map_err(to_host)?.revision)
+        Ok(self.0.revision(req).await.map_err(to_host)?.revision)
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::routing::get;
 use juegoland_actors::{Host, HostConfig, Metrics};
-use juegoland_bus::LocalBus;
+use juegoland_bus::{Bus, LocalBus, RedisBus, RedisBusConfig};
 use juegoland_core::{Engine, Registry};
 use juegoland_edge::{EdgeOptions, EdgeState, Tokens};
 use juegoland_rpc::pb;
@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tracing::{error, info, warn};
 
 use crate::node::{NodeMetrics, NodeService};
-use crate::router::{Forwarder, RetryBudget, RouterMetrics, RouterService};
+use crate::router::{Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 use juegoland_cluster::{Heartbeat, Membership, join};
 
 /// Settings of a node process.
@@ -41,6 +41,10 @@ pub struct NodeConfig {
     /// PostgreSQL URL: the store and the membership registry.
     #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
     pub database_url: String,
+    /// Redis URL of the publication streams the gateways read; without it publications
+    /// stay in this process (a node with no gateway, as in tests of the platform API).
+    #[arg(long, env = "JUEGOLAND_REDIS_URL")]
+    pub redis_url: Option<String>,
     /// Connections of the store's pool (commits share transactions, so a few suffice).
     #[arg(long, env = "JUEGOLAND_DATABASE_POOL", default_value_t = 16)]
     pub database_pool: u32,
@@ -79,6 +83,32 @@ pub struct RouterConfig {
     /// Bearer token the platform must present on create/withdraw; open when unset.
     #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
     pub platform_token: Option<String>,
+}
+
+/// Settings of a gateway process.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GatewayConfig {
+    /// Address of the HTTP server: the protocol at /v1/ws, /v1/games, /metrics, /healthz.
+    #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8090")]
+    pub http: SocketAddr,
+    /// The routers' gRPC URLs, comma-separated (`http://127.0.0.1:7000,http://127.0.0.1:7001`).
+    #[arg(long, env = "JUEGOLAND_ROUTERS", value_delimiter = ',', required = true)]
+    pub routers: Vec<String>,
+    /// Redis URL of the publication streams.
+    #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// Secret that verifies client tokens (HS256), shared with whoever issues them.
+    #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
+    pub jwt_secret: String,
+    /// Seconds between cursors per subscription.
+    #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
+    pub cursor_interval: u64,
+    /// Client messages per second per connection, on average.
+    #[arg(long, env = "JUEGOLAND_RATE_LIMIT", default_value_t = 50)]
+    pub rate_limit: u32,
+    /// Client messages a connection may send in a burst.
+    #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
+    pub rate_burst: u32,
 }
 
 /// Waits for SIGTERM or Ctrl-C.
@@ -155,9 +185,13 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     };
     let engine = Arc::new(Engine::new(Arc::new(registry)));
     let metrics = Metrics::new(&prometheus).context("register host metrics")?;
-    let host = Host::start(engine, store, Arc::new(LocalBus::default()), metrics, host_config)
-        .await
-        .context("start the match host")?;
+    let bus: Arc<dyn Bus> = match &config.redis_url {
+        // Redis being down does not stop the node: commits go on, the outbox keeps the
+        // publications and the sweeper delivers them when Redis is back.
+        Some(url) => Arc::new(RedisBus::new(url, RedisBusConfig::default()).context("the Redis URL")?),
+        None => Arc::new(LocalBus::default()),
+    };
+    let host = Host::start(engine, store, bus, metrics, host_config).await.context("start the match host")?;
     let node_metrics = NodeMetrics::new(&prometheus).context("register node metrics")?;
     let service = NodeService::new(host.clone(), config.node_id.clone(), incarnation, membership.clone(), node_metrics);
 
@@ -232,6 +266,40 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     }
 }
 
+/// Runs a gateway until SIGTERM: the client protocol over WebSocket, commands and syncs
+/// through the routers, publications from the Redis streams.
+pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::Result<()> {
+    let registry = Arc::new(registry);
+    let calls = RouterCalls::new(&config.routers, registry, Duration::from_secs(10)).context("router addresses")?;
+    let redis = RedisBus::new(&config.redis_url, RedisBusConfig::default()).context("the Redis URL")?;
+    if let Err(e) = redis.ping().await {
+        warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
+    }
+    let bus: Arc<dyn Bus> = Arc::new(redis);
+    let prometheus = prometheus::Registry::new();
+    let tokens = Tokens::new(config.jwt_secret.as_bytes(), 60).context("token keys")?;
+    let options = EdgeOptions {
+        dev: false,
+        platform_api: false,
+        platform_token: None,
+        gateway: juegoland_edge::GatewayConfig {
+            cursor_interval: Duration::from_secs(config.cursor_interval),
+            messages_per_second: config.rate_limit,
+            burst: config.rate_burst,
+            ..Default::default()
+        },
+    };
+    let edge = EdgeState::new(Arc::new(Remote(calls)), Some(bus), tokens, prometheus, options)
+        .context("register edge metrics")?;
+    let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
+    let http_addr = http.local_addr()?;
+    info!(http = %http_addr, "gateway serving");
+    println!("gateway serving http http://{http_addr}/");
+    axum::serve(http, juegoland_edge::router(edge)).with_graceful_shutdown(terminated()).await?;
+    info!("gateway stopped");
+    Ok(())
+}
+
 /// Runs a router until SIGTERM.
 pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
     let refresh = Duration::from_millis(config.membership_refresh_ms);
@@ -253,8 +321,13 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     let mut secret = vec![0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random token key: {e}"))?;
     let tokens = Tokens::new(&secret, 60).context("token keys")?;
-    let options = EdgeOptions { dev: false, platform_token: config.platform_token.clone(), ..EdgeOptions::default() };
-    let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus, options)
+    let options = EdgeOptions {
+        dev: false,
+        platform_api: true,
+        platform_token: config.platform_token.clone(),
+        ..EdgeOptions::default()
+    };
+    let edge = EdgeState::new(Arc::new(Remote(forwarder.clone())), None, tokens, prometheus, options)
         .context("register edge metrics")?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;

@@ -32,6 +32,18 @@ pub struct ClusterConfig {
     pub router_port: u16,
     #[arg(long, default_value_t = 8080)]
     pub router_http_port: u16,
+    /// How many gateways to start; gateway i serves the protocol on 127.0.0.1:(gateway_port + i).
+    #[arg(long, default_value_t = 1)]
+    pub gateways: u16,
+    #[arg(long, default_value_t = 8090)]
+    pub gateway_port: u16,
+    /// Redis URL of the publication streams (nodes publish, gateways read).
+    #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// Secret of client tokens (HS256); a random one by default. The launcher prints a token
+    /// for `alice` and one for `bob` to play with.
+    #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
+    pub jwt_secret: Option<String>,
 }
 
 struct Role {
@@ -54,7 +66,7 @@ impl Role {
     }
 }
 
-fn roles(config: &ClusterConfig) -> Vec<Role> {
+fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
     let url = config.database_url.clone();
     let mut roles = Vec::new();
     for i in 0..config.nodes {
@@ -68,6 +80,8 @@ fn roles(config: &ClusterConfig) -> Vec<Role> {
             format!("127.0.0.1:{}", config.node_port + 100 + i),
             "--database-url".into(),
             url.clone(),
+            "--redis-url".into(),
+            config.redis_url.clone(),
         ];
         roles.push(Role { name: format!("node-{i}"), args, child: None });
     }
@@ -83,6 +97,22 @@ fn roles(config: &ClusterConfig) -> Vec<Role> {
         ];
         roles.push(Role { name: format!("router-{i}"), args, child: None });
     }
+    let routers: Vec<String> =
+        (0..config.routers).map(|i| format!("http://127.0.0.1:{}", config.router_port + i)).collect();
+    for i in 0..config.gateways {
+        let args = vec![
+            "gateway".into(),
+            "--http".into(),
+            format!("127.0.0.1:{}", config.gateway_port + i),
+            "--routers".into(),
+            routers.join(","),
+            "--redis-url".into(),
+            config.redis_url.clone(),
+            "--jwt-secret".into(),
+            secret.to_owned(),
+        ];
+        roles.push(Role { name: format!("gateway-{i}"), args, child: None });
+    }
     roles
 }
 
@@ -95,14 +125,27 @@ fn terminate(child: &Child) {
 
 pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("find this binary")?;
-    let mut roles = roles(&config);
+    let secret = match &config.jwt_secret {
+        Some(s) => s.clone(),
+        None => {
+            let mut bytes = [0u8; 24];
+            getrandom::fill(&mut bytes).context("generate a token secret")?;
+            hex::encode(bytes)
+        }
+    };
+    let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 86_400).context("token keys")?;
+    let mut roles = roles(&config, &secret);
     for role in &mut roles {
         role.start(&exe)?;
     }
     println!(
-        "local cluster: {} nodes, {} routers; platform API at http://127.0.0.1:{}/ (Ctrl-C drains and stops)",
-        config.nodes, config.routers, config.router_http_port
+        "local cluster: {} nodes, {} routers, {} gateways; platform API at http://127.0.0.1:{}/, \
+         protocol at ws://127.0.0.1:{}/v1/ws (Ctrl-C drains and stops)",
+        config.nodes, config.routers, config.gateways, config.router_http_port, config.gateway_port
     );
+    for principal in ["alice", "bob"] {
+        println!("token for {principal}: {}", tokens.issue(principal).context("issue a token")?);
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {

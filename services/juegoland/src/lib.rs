@@ -39,6 +39,9 @@ pub enum Command {
     Node(juegoland_roles::NodeConfig),
     /// Run a cluster router: the platform API and gRPC front door, forwarding to owners.
     Router(juegoland_roles::RouterConfig),
+    /// Run a gateway: the client protocol over WebSocket, through the routers, with
+    /// publications from Redis streams.
+    Gateway(juegoland_roles::GatewayConfig),
     /// Start a local cluster on loopback: PostgreSQL-backed nodes and routers as child
     /// processes of this binary, restarted if they exit; Ctrl-C drains them all.
     Cluster(cluster::ClusterConfig),
@@ -128,6 +131,7 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Replay(_) => "juegoland-replay",
         Command::Node(_) => "juegoland-node",
         Command::Router(_) => "juegoland-router",
+        Command::Gateway(_) => "juegoland-gateway",
         Command::Cluster(_) => "juegoland-cluster",
     };
     juegoland_telemetry::init(service_name)
@@ -144,6 +148,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(config) => replay_command(config).await,
         Command::Node(config) => juegoland_roles::run_node(config, registry()?).await,
         Command::Router(config) => juegoland_roles::run_router(config, registry()?).await,
+        Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
     }
 }
@@ -191,6 +196,7 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     };
     let options = EdgeOptions {
         dev: true,
+        platform_api: true,
         platform_token: config.platform_token.clone(),
         gateway: GatewayConfig {
             cursor_interval: Duration::from_secs(config.cursor_interval),

@@ -151,6 +151,15 @@ pub struct Client {
     backlog: std::collections::VecDeque<Value>,
 }
 
+impl Client {
+    /// A protocol connection to `ws://addr/v1/ws` with `token`.
+    pub async fn connect_to(addr: &str, token: &str) -> Client {
+        let url = format!("ws://{addr}/v1/ws?access_token={token}");
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connect");
+        Client { ws, backlog: Default::default() }
+    }
+}
+
 pub const ACCEPT: &str = r#"[{"id":"conecta4","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#;
 
 impl Client {

@@ -63,13 +63,13 @@ impl Proc {
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).expect("read the serving line");
-        // "node N serving grpc URL http URL" or "router serving grpc URL http URL"
+        // "node N serving grpc URL http URL", "router serving grpc URL http URL" or
+        // "gateway serving http URL" (a gateway serves no gRPC: `grpc` is empty).
         let words: Vec<&str> = line.split_whitespace().collect();
-        let at = |key: &str| {
-            let i = words.iter().position(|w| *w == key).unwrap_or_else(|| panic!("no {key} in {line:?}"));
-            words[i + 1].trim_end_matches('/').to_owned()
-        };
-        let (grpc, http) = (at("grpc"), at("http"));
+        let at =
+            |key: &str| words.iter().position(|w| *w == key).map(|i| words[i + 1].trim_end_matches('/').to_owned());
+        let http = at("http").unwrap_or_else(|| panic!("no http address in {line:?}"));
+        let grpc = at("grpc").unwrap_or_default();
         Proc { child, args, env, grpc, http }
     }
 
@@ -136,6 +136,39 @@ impl Cluster {
         started.extend((1..nodes).map(|i| spawn(node_args(&url, i))));
         let routers = (0..routers).map(|_| spawn(router_args(&url))).collect();
         Cluster { schema, nodes: started, routers }
+    }
+
+    /// A cluster whose nodes publish to the Redis at 127.0.0.1:6379 and one gateway reading
+    /// it, with client tokens signed by `secret` (stream keys are per match, so tests that
+    /// share the Redis do not meet).
+    pub async fn start_with_gateway(test: &str, nodes: usize, secret: &str) -> (Cluster, Proc) {
+        let redis = std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let schema = TestSchema::create("cluster", test).await;
+        let url = schema.url();
+        let node = |i| {
+            let mut args = node_args(&url, i);
+            args.extend(["--redis-url".to_owned(), redis.clone()]);
+            Proc::spawn(args)
+        };
+        let nodes = (0..nodes).map(node).collect();
+        let routers: Vec<Proc> = (0..2).map(|_| Proc::spawn(router_args(&url))).collect();
+        let addresses = routers.iter().map(|r| r.grpc.clone()).collect::<Vec<_>>().join(",");
+        let gateway = Proc::spawn(
+            [
+                "gateway",
+                "--http",
+                "127.0.0.1:0",
+                "--routers",
+                &addresses,
+                "--redis-url",
+                &redis,
+                "--jwt-secret",
+                secret,
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        );
+        (Cluster { schema, nodes, routers }, gateway)
     }
 
     pub async fn client(&self, router: usize) -> RouterClient {

@@ -4,6 +4,7 @@ mod client;
 mod cluster;
 mod conecta4;
 mod durability;
+mod gateway;
 mod harness;
 mod hundido;
 mod tracing;

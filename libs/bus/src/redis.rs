@@ -1,0 +1,703 @@
+//! The Redis streams backend: one bounded stream per match, `juegoland:{<match id>}:pub`
+//! (the braces are the Redis Cluster hash tag, so a match's stream stays on one shard).
+//!
+//! Writing. [`Bus::publish`] appends a revision's publications with explicit entry ids
+//! `<revision>-<n>`, n = 1, 2, … within the revision, and the fields `revision`, `recipient`
+//! (`""` for spectators), `count` (how many entries the revision has) and `encoded` (the
+//! recipient's `game.snapshot` text). All entries of one match go in one MULTI/EXEC with
+//! `XADD … MAXLEN ~ N`, followed by `EXPIRE`, so a reader sees a revision's entries together.
+//! Explicit ids make a re-publication idempotent: Redis refuses an id at or below the
+//! stream's top, so the outbox sweeper re-sending a revision that is already on the stream
+//! (or that a later revision superseded) adds nothing and counts as done. This rests on what
+//! the store guarantees: a match's revisions only grow, and a match id is never reused.
+//!
+//! Reading. One reader task per [`RedisBus`], on a connection of its own, multiplexes every
+//! watched match in one `XREAD BLOCK`. Connections then grow with gateways rather than with
+//! subscriptions, and all in-process subscribers of one match share one registration (a
+//! broadcast channel). A subscription's start is resolved before [`Bus::subscribe`] returns
+//! (the id of the stream's last entry, which is what `$` means, made concrete), so nothing
+//! published after it returns can be missed however late the reader includes the new key.
+//! To make that prompt, the blocked `XREAD` is woken with `CLIENT UNBLOCK` from the
+//! publishing connection; without it a new match would wait up to one block period.
+//!
+//! Gaps. Entry ids are dense: after `<r>-<k>` of a revision of `count` entries the next entry
+//! must be `<r>-<k+1>` when `k < count`, else `<r+1>-1`. The reader therefore knows the exact
+//! id that must come next; any other id means entries were trimmed away before it read them
+//! (or a revision never reached the stream), and its subscribers get [`BusItem::Gap`] before
+//! the reader carries on with what is there. This needs no extra round trip and also catches
+//! a trim in the middle of a revision. When the reader's connection drops, every watched
+//! match gets a `Gap` once Redis answers again and continues from its stream's end then.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use ::redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
+use ::redis::{AsyncConnectionConfig, Client, RedisError, RedisResult, Value};
+use futures::stream::{BoxStream, StreamExt};
+use juegoland_core::Publication;
+use tokio::sync::{Notify, broadcast};
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tracing::{Instrument, debug, info, info_span, warn};
+use uuid::Uuid;
+
+use crate::{Bus, BusError, BusItem};
+
+const FIELD_REVISION: &str = "revision";
+const FIELD_RECIPIENT: &str = "recipient";
+const FIELD_COUNT: &str = "count";
+const FIELD_ENCODED: &str = "encoded";
+
+/// The first pause before the reader reconnects; it doubles up to [`RECONNECT_MAX`].
+const RECONNECT_MIN: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
+/// How soon a `CLIENT UNBLOCK` is repeated when the read it targets was not blocked yet.
+const UNBLOCK_RETRY: Duration = Duration::from_millis(10);
+
+/// How a [`RedisBus`] writes, reads and gives up. The defaults suit production; tests shrink
+/// the bounds.
+#[derive(Clone, Debug)]
+pub struct RedisBusConfig {
+    /// The approximate number of entries a match's stream keeps (`XADD … MAXLEN ~`); a
+    /// reader further behind than that sees a gap. Default 1024.
+    pub max_len: usize,
+    /// How long a stream outlives its last publication (`EXPIRE`); `None` keeps it until it
+    /// is deleted. Default one day.
+    pub stream_ttl: Option<Duration>,
+    /// The bound on one `publish` or `subscribe` call, reconnecting included: past it the
+    /// call fails with [`BusError::Unavailable`]. Default 2 s.
+    pub call_timeout: Duration,
+    /// The bound on one connection attempt. Default 1 s.
+    pub connect_timeout: Duration,
+    /// The bound on one reply (the reader adds its block time). Default 1 s.
+    pub response_timeout: Duration,
+    /// How long one `XREAD` blocks when nothing arrives. Default 2 s.
+    pub read_block: Duration,
+    /// The most entries one `XREAD` returns per stream. Default 512.
+    pub read_count: usize,
+    /// Entries buffered per watched match in this process before a subscriber that does not
+    /// keep up sees a gap. Default 1024.
+    pub subscriber_buffer: usize,
+}
+
+impl Default for RedisBusConfig {
+    fn default() -> Self {
+        Self {
+            max_len: 1024,
+            stream_ttl: Some(Duration::from_secs(24 * 60 * 60)),
+            call_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+            read_block: Duration::from_secs(2),
+            read_count: 512,
+            subscriber_buffer: 1024,
+        }
+    }
+}
+
+impl RedisBusConfig {
+    fn validate(&self) -> Result<(), BusError> {
+        let invalid = |what: &str| Err(BusError::InvalidConfig(format!("{what} must be positive")));
+        if self.max_len == 0 {
+            return invalid("max_len");
+        }
+        if self.read_count == 0 {
+            return invalid("read_count");
+        }
+        if self.subscriber_buffer == 0 {
+            return invalid("subscriber_buffer");
+        }
+        if self.read_block.as_millis() == 0 {
+            return invalid("read_block (in whole milliseconds)");
+        }
+        if self.stream_ttl.is_some_and(|ttl| ttl.as_secs() == 0) {
+            return invalid("stream_ttl (in whole seconds)");
+        }
+        Ok(())
+    }
+}
+
+/// The publication bus on Redis streams; see the module documentation for the entry format,
+/// the reader and how gaps are found.
+///
+/// Dropping it stops its reader task, which ends every subscription stream it serves.
+pub struct RedisBus {
+    config: RedisBusConfig,
+    /// Publishing and the one-off reads of `subscribe` (it reconnects by itself).
+    publisher: ConnectionManager,
+    shared: Arc<Shared>,
+    reader: JoinHandle<()>,
+}
+
+impl RedisBus {
+    /// A bus on the Redis server at `url` (`redis://host:port/db`). It connects lazily and
+    /// never fails because Redis is down: calls fail with [`BusError::Unavailable`] until it
+    /// is up. Spawns the reader task, so it must be called inside a Tokio runtime.
+    pub fn new(url: &str, config: RedisBusConfig) -> Result<RedisBus, BusError> {
+        config.validate()?;
+        let client = Client::open(url).map_err(|e| BusError::InvalidConfig(format!("redis url {url:?}: {e}")))?;
+        // One quick retry inside the manager: the caller's own retry (the outbox sweeper, a
+        // client's resubscription) is the real one, and `call_timeout` bounds everything.
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.response_timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(500));
+        let publisher = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
+            .map_err(|e| BusError::InvalidConfig(format!("redis connection manager: {e}")))?;
+        let shared = Arc::new(Shared { watches: Mutex::new(BTreeMap::new()), wake: Notify::new() });
+        let reader = Reader { client, unblocker: publisher.clone(), shared: shared.clone(), config: config.clone() };
+        let reader = tokio::spawn(reader.run().instrument(info_span!("redis_bus_reader")));
+        Ok(RedisBus { config, publisher, shared, reader })
+    }
+
+    /// The key of a match's stream: `juegoland:{<match id>}:pub`.
+    pub fn stream_key(match_id: Uuid) -> String {
+        format!("juegoland:{{{match_id}}}:pub")
+    }
+
+    /// Checks that Redis answers (for readiness probes).
+    pub async fn ping(&self) -> Result<(), BusError> {
+        let mut conn = self.publisher.clone();
+        let pong: String =
+            bounded(self.config.call_timeout, "ping redis", ::redis::cmd("PING").query_async(&mut conn)).await?;
+        debug!(reply = %pong, "redis answered");
+        Ok(())
+    }
+
+    /// Appends the publications of one match in one transaction.
+    async fn publish_match(&self, publications: &[Publication]) -> Result<(), BusError> {
+        let match_id = publications[0].match_id;
+        let key = Self::stream_key(match_id);
+        let mut pipe = ::redis::pipe();
+        // `ignore_errors` returns each command's result, so a refused stale id can be told
+        // apart from a real failure.
+        pipe.atomic().ignore_errors();
+        for revision in publications.chunk_by(|a, b| a.revision == b.revision) {
+            let count = revision.len();
+            for (n, p) in (1..).zip(revision) {
+                let id = EntryId { revision: p.revision, seq: n };
+                pipe.cmd("XADD")
+                    .arg(&key)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(self.config.max_len)
+                    .arg(id.to_string())
+                    .arg(FIELD_REVISION)
+                    .arg(p.revision)
+                    .arg(FIELD_RECIPIENT)
+                    .arg(p.recipient.as_deref().unwrap_or(""))
+                    .arg(FIELD_COUNT)
+                    .arg(count)
+                    .arg(FIELD_ENCODED)
+                    .arg(&*p.encoded);
+            }
+        }
+        if let Some(ttl) = self.config.stream_ttl {
+            pipe.cmd("EXPIRE").arg(&key).arg(ttl.as_secs());
+        }
+        let mut conn = self.publisher.clone();
+        let results: Vec<RedisResult<Value>> =
+            bounded(self.config.call_timeout, "publish to the match stream", pipe.query_async(&mut conn)).await?;
+        let mut stale = 0;
+        for result in results {
+            match result {
+                Ok(_) => {}
+                Err(e) if is_stale_id(&e) => stale += 1,
+                Err(e) => return Err(BusError::Unavailable(format!("publish to the match stream: {e}"))),
+            }
+        }
+        if stale > 0 {
+            debug!(match_id = %match_id, stale, "skipped publications the stream already holds or has moved past");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RedisBus {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+#[async_trait::async_trait]
+impl Bus for RedisBus {
+    /// Publications are expected in revision order; those of one match go in one
+    /// transaction (different matches may live on different shards).
+    async fn publish(&self, publications: &[Publication]) -> Result<(), BusError> {
+        for run in publications.chunk_by(|a, b| a.match_id == b.match_id) {
+            self.publish_match(run).await?;
+        }
+        Ok(())
+    }
+
+    async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError> {
+        let key = Self::stream_key(match_id);
+        let mut conn = self.publisher.clone();
+        let end: StreamRangeReply = bounded(
+            self.config.call_timeout,
+            "read the end of the match stream",
+            ::redis::cmd("XREVRANGE").arg(&key).arg("+").arg("-").arg("COUNT").arg(1).query_async(&mut conn),
+        )
+        .await?;
+        let tail = end.ids.first().map_or(Tail::START, Tail::at);
+        let (rx, new) = {
+            let mut watches = self.shared.watches();
+            match watches.entry(match_id) {
+                // The reader is at or before `tail` for this match; the filter below drops
+                // what lies between.
+                Entry::Occupied(watch) => (watch.get().tx.subscribe(), false),
+                Entry::Vacant(slot) => {
+                    let (tx, rx) = broadcast::channel(self.config.subscriber_buffer);
+                    slot.insert(Watch { key, tx, tail, stale: false });
+                    (rx, true)
+                }
+            }
+        };
+        if new {
+            self.shared.wake.notify_one();
+        }
+        Ok(follow(rx, tail.id))
+    }
+}
+
+/// A subscription from `start`: what the reader hands over for entries after it (a match
+/// already watched may still be handing over earlier ones), and a gap when the subscriber
+/// does not keep up with its buffer.
+fn follow(rx: broadcast::Receiver<Delivery>, start: EntryId) -> BoxStream<'static, BusItem> {
+    BroadcastStream::new(rx)
+        .filter_map(move |delivery| {
+            std::future::ready(match delivery {
+                Ok(Delivery { id, item }) => (id > start).then_some(item),
+                Err(BroadcastStreamRecvError::Lagged(_)) => Some(BusItem::Gap),
+            })
+        })
+        .boxed()
+}
+
+/// Runs `call` within `limit`, mapping both a Redis error and the timeout to
+/// [`BusError::Unavailable`] that names `what` was being done.
+async fn bounded<T>(limit: Duration, what: &str, call: impl Future<Output = RedisResult<T>>) -> Result<T, BusError> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(BusError::Unavailable(format!("{what}: {e}"))),
+        Err(_) => Err(BusError::Unavailable(format!("{what}: no answer from redis within {limit:?}"))),
+    }
+}
+
+/// Redis refused an entry id at or below the stream's top: the entry is already there, or a
+/// later revision was published first.
+fn is_stale_id(e: &RedisError) -> bool {
+    e.detail().is_some_and(|d| d.contains("equal or smaller than the target stream top item"))
+}
+
+/// A stream entry id, `<ms>-<seq>`; this backend writes `<revision>-<n>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct EntryId {
+    revision: u64,
+    seq: u64,
+}
+
+impl EntryId {
+    const ZERO: EntryId = EntryId { revision: 0, seq: 0 };
+    /// Sorts after every real entry: a gap that concerns every subscriber.
+    const MAX: EntryId = EntryId { revision: u64::MAX, seq: u64::MAX };
+
+    fn parse(text: &str) -> Option<EntryId> {
+        let (revision, seq) = text.split_once('-')?;
+        Some(EntryId { revision: revision.parse().ok()?, seq: seq.parse().ok()? })
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.revision, self.seq)
+    }
+}
+
+/// Where a watched stream has been read up to, and which entry must come next.
+#[derive(Clone, Copy, Debug)]
+struct Tail {
+    /// The last entry read (`0-0` before any).
+    id: EntryId,
+    /// The id the next entry must have; `None` when only "the first entry of a revision"
+    /// is known (an empty stream, or an entry this backend did not write).
+    next: Option<EntryId>,
+}
+
+impl Tail {
+    const START: Tail = Tail { id: EntryId::ZERO, next: None };
+
+    /// The tail after `entry`, as read by `XREVRANGE` or `XREAD`.
+    fn at(entry: &StreamId) -> Tail {
+        let id = EntryId::parse(&entry.id).unwrap_or(EntryId::ZERO);
+        let count = entry.get::<String>(FIELD_COUNT).and_then(|c| c.parse().ok());
+        Tail::after(id, count)
+    }
+
+    /// The tail after the entry `id` of a revision of `count` entries.
+    fn after(id: EntryId, count: Option<u64>) -> Tail {
+        let next = count.and_then(|count| {
+            if id.seq < count {
+                Some(EntryId { revision: id.revision, seq: id.seq + 1 })
+            } else {
+                Some(EntryId { revision: id.revision.checked_add(1)?, seq: 1 })
+            }
+        });
+        Tail { id, next }
+    }
+
+    /// Whether `id` comes right after this tail, nothing lost in between.
+    fn admits(&self, id: EntryId) -> bool {
+        match self.next {
+            Some(next) => id == next,
+            None => id.seq == 1,
+        }
+    }
+}
+
+/// What the reader hands to a match's subscribers: an item and the entry id it belongs to,
+/// so each subscription drops what precedes its start.
+#[derive(Clone, Debug)]
+struct Delivery {
+    id: EntryId,
+    item: BusItem,
+}
+
+/// A watched match: its stream, its subscribers, and how far the reader got.
+struct Watch {
+    key: String,
+    tx: broadcast::Sender<Delivery>,
+    tail: Tail,
+    /// The reader lost its connection since `tail` was read: on reconnection the match jumps
+    /// to its stream's end and its subscribers get a gap.
+    stale: bool,
+}
+
+/// The state the bus and its reader share.
+struct Shared {
+    watches: Mutex<BTreeMap<Uuid, Watch>>,
+    /// Wakes the reader when a match is watched for the first time.
+    wake: Notify,
+}
+
+impl Shared {
+    fn watches(&self) -> MutexGuard<'_, BTreeMap<Uuid, Watch>> {
+        self.watches.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The streams to read and where from, after forgetting matches nobody watches now.
+    fn batch(&self) -> Vec<(String, EntryId)> {
+        let mut watches = self.watches();
+        watches.retain(|_, w| w.tx.receiver_count() > 0);
+        watches.values().map(|w| (w.key.clone(), w.tail.id)).collect()
+    }
+
+    /// The reader's connection is gone: every watched match may miss entries from now on.
+    fn mark_stale(&self) {
+        for watch in self.watches().values_mut() {
+            watch.stale = true;
+        }
+    }
+
+    /// Hands what one `XREAD` returned to the subscribers, a gap first wherever entries are
+    /// missing.
+    fn deliver(&self, reply: StreamReadReply) {
+        let mut watches = self.watches();
+        for stream in reply.keys {
+            let Some(match_id) = match_id_of(&stream.key) else { continue };
+            let Some(watch) = watches.get_mut(&match_id) else { continue };
+            for entry in &stream.ids {
+                let Some(id) = EntryId::parse(&entry.id) else { continue };
+                if id <= watch.tail.id {
+                    continue;
+                }
+                let continuous = watch.tail.admits(id);
+                let decoded = decode(match_id, id, entry);
+                watch.tail = Tail::after(id, decoded.as_ref().ok().map(|(_, count)| *count));
+                // A send fails only when nobody listens; the reader forgets the match soon.
+                if !continuous {
+                    debug!(match_id = %match_id, entry = %id, "entries missing before this one; subscribers resync");
+                    let _ = watch.tx.send(Delivery { id, item: BusItem::Gap });
+                }
+                match decoded {
+                    Ok((publication, _)) => {
+                        let _ = watch.tx.send(Delivery { id, item: BusItem::Publication(Arc::new(publication)) });
+                    }
+                    Err(e) => {
+                        warn!(match_id = %match_id, entry = %id, error = %e, "malformed stream entry; subscribers resync");
+                        if continuous {
+                            let _ = watch.tx.send(Delivery { id, item: BusItem::Gap });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The match id in a stream key, the inverse of [`RedisBus::stream_key`].
+fn match_id_of(key: &str) -> Option<Uuid> {
+    key.strip_prefix("juegoland:{")?.strip_suffix("}:pub")?.parse().ok()
+}
+
+/// Why a stream entry is not a publication this backend wrote.
+#[derive(Debug, thiserror::Error)]
+enum MalformedEntry {
+    #[error("field `{0}` is missing or not text")]
+    Missing(&'static str),
+    #[error("field `{0}` is not a number")]
+    NotANumber(&'static str),
+    #[error("the id does not fit revision {revision} of {count} entries")]
+    Inconsistent { revision: u64, count: u64 },
+}
+
+/// The publication in a stream entry, with the number of entries of its revision.
+fn decode(match_id: Uuid, id: EntryId, entry: &StreamId) -> Result<(Publication, u64), MalformedEntry> {
+    let text = |field: &'static str| entry.get::<String>(field).ok_or(MalformedEntry::Missing(field));
+    let number = |field: &'static str| text(field)?.parse::<u64>().map_err(|_| MalformedEntry::NotANumber(field));
+    let revision = number(FIELD_REVISION)?;
+    let count = number(FIELD_COUNT)?;
+    if revision != id.revision || id.seq == 0 || id.seq > count {
+        return Err(MalformedEntry::Inconsistent { revision, count });
+    }
+    let recipient = text(FIELD_RECIPIENT)?;
+    let encoded = text(FIELD_ENCODED)?;
+    let recipient = (!recipient.is_empty()).then_some(recipient);
+    Ok((Publication { match_id, revision, recipient, encoded: encoded.into() }, count))
+}
+
+/// The task that reads every watched stream and feeds the subscribers.
+struct Reader {
+    client: Client,
+    /// Sends `CLIENT UNBLOCK` to the reader's own blocked read (the publishing connection).
+    unblocker: ConnectionManager,
+    shared: Arc<Shared>,
+    config: RedisBusConfig,
+}
+
+impl Reader {
+    /// Connects, reads until the connection fails, and starts again, for as long as the bus
+    /// lives (its owner aborts the task).
+    async fn run(self) {
+        let mut pause = RECONNECT_MIN;
+        let mut connected_before = false;
+        loop {
+            match self.connect().await {
+                Ok((conn, client_id)) => {
+                    if connected_before {
+                        info!("stream reader reconnected to redis");
+                    }
+                    connected_before = true;
+                    pause = RECONNECT_MIN;
+                    let e = self.read(conn, client_id).await;
+                    warn!(error = %e, "stream reader lost its redis connection; watched matches will resync");
+                }
+                Err(e) => debug!(error = %e, "stream reader cannot reach redis"),
+            }
+            self.shared.mark_stale();
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(RECONNECT_MAX);
+        }
+    }
+
+    /// A fresh reading connection, its client id, and every stale match moved to its
+    /// stream's end (with a gap for its subscribers).
+    async fn connect(&self) -> RedisResult<(MultiplexedConnection, i64)> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.config.connect_timeout))
+            .set_response_timeout(Some(self.config.read_block + self.config.response_timeout));
+        let mut conn = self.client.get_multiplexed_async_connection_with_config(&config).await?;
+        let client_id: i64 = ::redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await?;
+        let () = ::redis::cmd("CLIENT").arg("SETNAME").arg("juegoland-bus-reader").query_async(&mut conn).await?;
+        self.recover(&mut conn).await?;
+        Ok((conn, client_id))
+    }
+
+    /// Moves every stale match to its stream's end and tells its subscribers to resync:
+    /// whatever was published while the reader was away may be gone.
+    async fn recover(&self, conn: &mut MultiplexedConnection) -> RedisResult<()> {
+        let stale: Vec<(Uuid, String)> =
+            self.shared.watches().iter().filter(|(_, w)| w.stale).map(|(id, w)| (*id, w.key.clone())).collect();
+        if stale.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = ::redis::pipe();
+        for (_, key) in &stale {
+            pipe.cmd("XREVRANGE").arg(key).arg("+").arg("-").arg("COUNT").arg(1);
+        }
+        let ends: Vec<StreamRangeReply> = pipe.query_async(conn).await?;
+        let mut watches = self.shared.watches();
+        for ((match_id, _), end) in stale.iter().zip(ends) {
+            if let Some(watch) = watches.get_mut(match_id)
+                && watch.stale
+            {
+                watch.tail = end.ids.first().map_or(Tail::START, Tail::at);
+                watch.stale = false;
+                let _ = watch.tx.send(Delivery { id: EntryId::MAX, item: BusItem::Gap });
+            }
+        }
+        debug!(matches = stale.len(), "watched matches resume from their streams' ends");
+        Ok(())
+    }
+
+    /// Reads until the connection fails; returns why.
+    async fn read(&self, mut conn: MultiplexedConnection, client_id: i64) -> RedisError {
+        let block_ms = self.config.read_block.as_millis();
+        loop {
+            let batch = self.shared.batch();
+            if batch.is_empty() {
+                // Nothing to read: wait for a subscription rather than hold a read open.
+                self.shared.wake.notified().await;
+                continue;
+            }
+            let mut xread = ::redis::cmd("XREAD");
+            xread.arg("COUNT").arg(self.config.read_count).arg("BLOCK").arg(block_ms).arg("STREAMS");
+            for (key, _) in &batch {
+                xread.arg(key);
+            }
+            for (_, id) in &batch {
+                xread.arg(id.to_string());
+            }
+            match self.wakeable(xread.query_async::<Option<StreamReadReply>>(&mut conn), client_id).await {
+                Ok(Some(reply)) => self.shared.deliver(reply),
+                // The block time passed, or a new match woke the read.
+                Ok(None) => {}
+                Err(e) => return e,
+            }
+        }
+    }
+
+    /// Awaits the blocked `read`, waking it with `CLIENT UNBLOCK` when a new match is watched
+    /// so the next read includes it. The unblock is repeated while it finds the read not yet
+    /// blocked (the command may still be on its way to the server).
+    async fn wakeable<T>(&self, read: impl Future<Output = RedisResult<T>>, client_id: i64) -> RedisResult<T> {
+        let mut read = std::pin::pin!(read);
+        let mut woken = false;
+        let mut retry = false;
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut read => return result,
+                () = self.shared.wake.notified(), if !woken => woken = true,
+                () = tokio::time::sleep(UNBLOCK_RETRY), if retry => {}
+            }
+            let mut conn = self.unblocker.clone();
+            let mut unblock = ::redis::cmd("CLIENT");
+            unblock.arg("UNBLOCK").arg(client_id);
+            let unblock = unblock.query_async::<i64>(&mut conn);
+            // 0: the read is not blocked yet; 1: it returns now. An error (such as a server
+            // that disables CLIENT) leaves the read to end by its block time.
+            retry = matches!(tokio::time::timeout(self.config.response_timeout, unblock).await, Ok(Ok(0)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_carry_the_match_as_hash_tag_and_parse_back() {
+        let id = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        let key = RedisBus::stream_key(id);
+        assert_eq!(key, "juegoland:{01234567-89ab-cdef-0123-456789abcdef}:pub");
+        assert_eq!(match_id_of(&key), Some(id));
+        assert_eq!(match_id_of("juegoland:{nope}:pub"), None);
+    }
+
+    #[test]
+    fn entry_ids_order_and_round_trip() {
+        let a = EntryId::parse("7-2").unwrap();
+        assert_eq!(a, EntryId { revision: 7, seq: 2 });
+        assert_eq!(a.to_string(), "7-2");
+        assert!(EntryId::parse("8-1").unwrap() > a);
+        assert!(EntryId::MAX > a && EntryId::ZERO < a);
+        assert_eq!(EntryId::parse("7"), None);
+        assert_eq!(EntryId::parse("x-1"), None);
+    }
+
+    fn publication(revision: u64) -> BusItem {
+        let encoded = format!("{{\"revision\":{revision}}}");
+        BusItem::Publication(Arc::new(Publication {
+            match_id: Uuid::nil(),
+            revision,
+            recipient: None,
+            encoded: encoded.into(),
+        }))
+    }
+
+    fn revision_of(item: &BusItem) -> Option<u64> {
+        match item {
+            BusItem::Publication(p) => Some(p.revision),
+            BusItem::Gap => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscription_drops_what_precedes_its_start() {
+        let (tx, rx) = broadcast::channel(16);
+        let mut sub = follow(rx, EntryId { revision: 2, seq: 1 });
+        // The reader was still handing over revisions 1 and 2 of a match already watched.
+        for (revision, seq) in [(1, 1), (2, 1), (3, 1)] {
+            tx.send(Delivery { id: EntryId { revision, seq }, item: publication(revision) }).unwrap();
+        }
+        tx.send(Delivery { id: EntryId { revision: 2, seq: 1 }, item: BusItem::Gap }).unwrap();
+        tx.send(Delivery { id: EntryId::MAX, item: BusItem::Gap }).unwrap();
+        drop(tx);
+        let items: Vec<_> = sub.by_ref().collect().await;
+        assert_eq!(items.iter().map(revision_of).collect::<Vec<_>>(), [Some(3), None]);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_behind_its_buffer_sees_a_gap() {
+        let (tx, rx) = broadcast::channel(2);
+        let sub = follow(rx, EntryId::ZERO);
+        for revision in 1..=5 {
+            tx.send(Delivery { id: EntryId { revision, seq: 1 }, item: publication(revision) }).unwrap();
+        }
+        drop(tx);
+        let items: Vec<_> = sub.collect().await;
+        assert_eq!(items.iter().map(revision_of).collect::<Vec<_>>(), [None, Some(4), Some(5)]);
+    }
+
+    #[test]
+    fn matches_nobody_watches_are_no_longer_read() {
+        let shared = Shared { watches: Mutex::new(BTreeMap::new()), wake: Notify::new() };
+        let (watched, unwatched) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let mut receivers = Vec::new();
+        for id in [watched, unwatched] {
+            let (tx, rx) = broadcast::channel(4);
+            receivers.push(rx);
+            let watch = Watch { key: RedisBus::stream_key(id), tx, tail: Tail::START, stale: false };
+            shared.watches().insert(id, watch);
+        }
+        drop(receivers.pop());
+        assert_eq!(shared.batch(), [(RedisBus::stream_key(watched), EntryId::ZERO)]);
+        assert_eq!(shared.watches().keys().copied().collect::<Vec<_>>(), [watched]);
+    }
+
+    #[test]
+    fn the_tail_admits_exactly_the_next_entry() {
+        let id = |revision, seq| EntryId { revision, seq };
+        // Entry 2 of a revision of 3: only entry 3 of it may follow.
+        let mid = Tail::after(id(5, 2), Some(3));
+        assert!(mid.admits(id(5, 3)));
+        assert!(!mid.admits(id(6, 1)));
+        // The last entry of revision 5: only the first of revision 6 may follow.
+        let last = Tail::after(id(5, 3), Some(3));
+        assert!(last.admits(id(6, 1)));
+        assert!(!last.admits(id(7, 1)), "a whole revision is missing");
+        assert!(!last.admits(id(6, 2)), "the start of a revision was trimmed");
+        // Nothing known yet: any first entry of a revision.
+        assert!(Tail::START.admits(id(9, 1)));
+        assert!(!Tail::START.admits(id(9, 2)));
+    }
+}

@@ -1,0 +1,186 @@
+//! Test support: the Redis servers, random match ids, publications and bounded waits.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{BoxStream, StreamExt};
+use juegoland_bus::BusItem;
+use juegoland_core::Publication;
+use juegoland_testkit::{TempDir, free_port};
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+use uuid::Uuid;
+
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/";
+
+/// How long a test waits for an item that should come.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// The server the Redis tests share.
+pub fn redis_url() -> String {
+    std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS_URL.to_string())
+}
+
+/// A connection to `url` that has answered PING.
+pub async fn connect(url: &str) -> Result<MultiplexedConnection, String> {
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    let mut conn = client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| e.to_string())?;
+    let _: String = redis::cmd("PING").query_async(&mut conn).await.map_err(|e| e.to_string())?;
+    Ok(conn)
+}
+
+/// A connection to the shared test server, or a failed test saying how to start it.
+pub async fn shared_redis() -> MultiplexedConnection {
+    let url = redis_url();
+    connect(&url).await.unwrap_or_else(|e| {
+        panic!(
+            "the Redis tests need a running server at {url} ({e}).\n\
+             Start the local one with:\n    \
+             redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no\n\
+             check it with `redis-cli -h 127.0.0.1 ping`,\n\
+             or point JUEGOLAND_TEST_REDIS_URL at another server"
+        )
+    })
+}
+
+/// A match id no other test (or earlier run) uses.
+pub fn random_match() -> Uuid {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS's entropy");
+    Uuid::new_v8(bytes)
+}
+
+/// The publications of one revision: one per recipient (`None` is a spectator).
+pub fn revision(match_id: Uuid, revision: u64, recipients: &[Option<&str>]) -> Vec<Publication> {
+    recipients
+        .iter()
+        .map(|recipient| {
+            let seat = recipient.unwrap_or("");
+            let encoded = format!(
+                r#"{{"protocolVersion":1,"type":"game.snapshot","matchId":"{match_id}","subscriptionId":"","revision":{revision},"seat":"{seat}","note":"ñandú ♟"}}"#
+            );
+            Publication { match_id, revision, recipient: recipient.map(str::to_owned), encoded: encoded.into() }
+        })
+        .collect()
+}
+
+/// The publications of revisions `revisions`, each for `recipients`, in order.
+pub fn revisions(
+    match_id: Uuid,
+    revisions: std::ops::RangeInclusive<u64>,
+    recipients: &[Option<&str>],
+) -> Vec<Vec<Publication>> {
+    revisions.map(|r| revision(match_id, r, recipients)).collect()
+}
+
+/// The next item, failing the test when none comes within [`PATIENCE`] or the stream ends.
+pub async fn next(sub: &mut BoxStream<'static, BusItem>) -> BusItem {
+    match tokio::time::timeout(PATIENCE, sub.next()).await {
+        Ok(Some(item)) => item,
+        Ok(None) => panic!("the subscription ended"),
+        Err(_) => panic!("no item within {PATIENCE:?}"),
+    }
+}
+
+/// The next item, which must be a publication.
+pub async fn next_publication(sub: &mut BoxStream<'static, BusItem>) -> Arc<Publication> {
+    match next(sub).await {
+        BusItem::Publication(p) => p,
+        BusItem::Gap => panic!("a gap where a publication was expected"),
+    }
+}
+
+/// The next `n` items, which must all be publications.
+pub async fn publications(sub: &mut BoxStream<'static, BusItem>, n: usize) -> Vec<Publication> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(Publication::clone(&*next_publication(sub).await));
+    }
+    out
+}
+
+/// Fails the test if anything arrives within `quiet`.
+pub async fn assert_quiet(sub: &mut BoxStream<'static, BusItem>, quiet: Duration) {
+    if let Ok(item) = tokio::time::timeout(quiet, sub.next()).await {
+        panic!("expected nothing more, got {item:?}");
+    }
+}
+
+/// A `redis-server` of our own on a free port, for tests that kill it (no persistence, so a
+/// restart comes back empty). Killed when dropped.
+pub struct PrivateRedis {
+    port: u16,
+    dir: TempDir,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    pub async fn start() -> PrivateRedis {
+        let mut server = PrivateRedis { port: free_port(), dir: TempDir::new("redis"), child: None };
+        server.restart().await;
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Starts the (killed) server again on the same port and waits until it answers.
+    pub async fn restart(&mut self) {
+        assert!(self.child.is_none(), "the private redis-server is already running");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start redis-server ({e}); install it with `apt-get install redis-server`"));
+        self.child = Some(child);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            match connect(&self.url()).await {
+                Ok(_) => return,
+                Err(e) if tokio::time::Instant::now() > deadline => {
+                    panic!("the private redis-server on port {} did not answer within {PATIENCE:?}: {e}", self.port)
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as on a hung
+    /// host.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the private redis-server is running").id();
+        let status = Command::new("kill").arg(signal).arg(pid.to_string()).status().expect("run kill");
+        assert!(status.success(), "kill {signal} {pid} failed");
+    }
+
+    /// Kills the server (SIGKILL: no clean shutdown, as on a crash).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
