@@ -12,15 +12,18 @@
 //!   overrides). A server that is down FAILS the test with the command that starts it: the
 //!   tests never skip.
 //! - a test that kills the server: [`ThrowawayPg`], started with the binaries under
-//!   `/usr/lib/postgresql/*/bin` (`JUEGOLAND_TEST_PG_BIN` overrides).
+//!   `/usr/lib/postgresql/*/bin` (`JUEGOLAND_TEST_PG_BIN` overrides); for Redis,
+//!   [`PrivateRedis`] (`redis-server` on a free port).
 
 mod pg;
+mod redis;
 mod throwaway;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use pg::{DEFAULT_PG_URL, TestSchema, pg_admin, pg_url};
+pub use redis::PrivateRedis;
 pub use throwaway::{ThrowawayPg, free_port, pg_bin, run};
 
 /// A directory under the system temp dir, removed when dropped.

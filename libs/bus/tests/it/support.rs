@@ -1,13 +1,12 @@
 //! Test support: the Redis servers, random match ids, publications and bounded waits.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{BoxStream, StreamExt};
 use juegoland_bus::BusItem;
 use juegoland_core::Publication;
-use juegoland_testkit::{TempDir, free_port};
+pub use juegoland_testkit::PrivateRedis;
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
 use uuid::Uuid;
@@ -107,80 +106,5 @@ pub async fn publications(sub: &mut BoxStream<'static, BusItem>, n: usize) -> Ve
 pub async fn assert_quiet(sub: &mut BoxStream<'static, BusItem>, quiet: Duration) {
     if let Ok(item) = tokio::time::timeout(quiet, sub.next()).await {
         panic!("expected nothing more, got {item:?}");
-    }
-}
-
-/// A `redis-server` of our own on a free port, for tests that kill it (no persistence, so a
-/// restart comes back empty). Killed when dropped.
-pub struct PrivateRedis {
-    port: u16,
-    dir: TempDir,
-    child: Option<Child>,
-}
-
-impl PrivateRedis {
-    pub async fn start() -> PrivateRedis {
-        let mut server = PrivateRedis { port: free_port(), dir: TempDir::new("redis"), child: None };
-        server.restart().await;
-        server
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Starts the (killed) server again on the same port and waits until it answers.
-    pub async fn restart(&mut self) {
-        assert!(self.child.is_none(), "the private redis-server is already running");
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start redis-server ({e}); install it with `apt-get install redis-server`"));
-        self.child = Some(child);
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            match connect(&self.url()).await {
-                Ok(_) => return,
-                Err(e) if tokio::time::Instant::now() > deadline => {
-                    panic!("the private redis-server on port {} did not answer within {PATIENCE:?}: {e}", self.port)
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            }
-        }
-    }
-
-    /// Freezes the server (SIGSTOP): connections stay open and nothing answers, as on a hung
-    /// host.
-    pub fn freeze(&self) {
-        self.signal("-STOP");
-    }
-
-    /// Lets a frozen server go on (SIGCONT).
-    pub fn thaw(&self) {
-        self.signal("-CONT");
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("the private redis-server is running").id();
-        let status = Command::new("kill").arg(signal).arg(pid.to_string()).status().expect("run kill");
-        assert!(status.success(), "kill {signal} {pid} failed");
-    }
-
-    /// Kills the server (SIGKILL: no clean shutdown, as on a crash).
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.kill();
     }
 }

@@ -138,11 +138,11 @@ impl Cluster {
         Cluster { schema, nodes: started, routers }
     }
 
-    /// A cluster whose nodes publish to the Redis at 127.0.0.1:6379 and one gateway reading
-    /// it, with client tokens signed by `secret` (stream keys are per match, so tests that
-    /// share the Redis do not meet).
-    pub async fn start_with_gateway(test: &str, nodes: usize, secret: &str) -> (Cluster, Proc) {
-        let redis = std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    /// A cluster whose nodes publish to the Redis at `redis` and one gateway reading it
+    /// (cursors every second), with client tokens signed by `secret`. Stream keys are per
+    /// match, so tests that share a Redis do not meet.
+    pub async fn start_with_gateway(test: &str, nodes: usize, secret: &str, redis: &str) -> (Cluster, Proc) {
+        let redis = redis.to_owned();
         let schema = TestSchema::create("cluster", test).await;
         let url = schema.url();
         let node = |i| {
@@ -169,6 +169,11 @@ impl Cluster {
             .to_vec(),
         );
         (Cluster { schema, nodes, routers }, gateway)
+    }
+
+    /// The shared Redis of the tests (`JUEGOLAND_TEST_REDIS_URL` overrides).
+    pub fn shared_redis() -> String {
+        std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
     }
 
     pub async fn client(&self, router: usize) -> RouterClient {
