@@ -1,5 +1,5 @@
 //! The HTTP surface: the catalog, the platform's create/withdraw calls, dev tokens, the
-//! WebSocket upgrade, the page, metrics and health.
+//! WebSocket upgrade, the Socket.IO layer, the page, metrics and health.
 //!
 //! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
 //! `{"code": …, "message": …}` with a fitting status, never a stack trace.
@@ -35,8 +35,8 @@ pub struct EdgeState {
 struct Inner {
     matches: Arc<dyn Matches>,
     tokens: Tokens,
-    /// The WebSocket gateway; `None` where this process serves only the platform API (a
-    /// router).
+    /// The WebSocket and Socket.IO gateway; `None` where this process serves only the
+    /// platform API (a router).
     gateway: Option<Gateway>,
     registry: prometheus::Registry,
     /// Whether the dev-only routes (token minting) are served.
@@ -100,7 +100,13 @@ pub fn router(state: EdgeState) -> Router {
     if state.inner.dev {
         r = r.route("/v1/dev/tokens", post(dev_token));
     }
-    r.with_state(state)
+    // The same protocol over Socket.IO, at socketioxide's default path `/socket.io`.
+    let socket_io = state.inner.gateway.clone().map(|gateway| crate::sio::layer(gateway, state.inner.tokens.clone()));
+    let r = r.with_state(state);
+    match socket_io {
+        Some(layer) => r.layer(layer),
+        None => r,
+    }
 }
 
 /// An HTTP error: a status and the JSON body `{"code", "message"}`.

@@ -1,22 +1,28 @@
-//! The WebSocket endpoint: one connection, many matches.
+//! The protocol loop of one client connection, and its WebSocket transport: one connection,
+//! many matches.
 //!
-//! Each text frame is one protocol message, decoded strictly; bad input gets a typed
-//! `game.error` and never harms the connection's other matches. Each `game.sync` opens a
-//! subscription that runs the sync barrier: the bus receiver is installed FIRST, then the
-//! committed snapshot is read and sent, then buffered publications above its revision are
-//! delivered in order; any gap starts a new sync instead of delivering an incomplete
-//! sequence. A cursor goes out every `cursor_interval` per subscription.
+//! The loop ([`serve_frames`]) knows no transport: it reads [`Frame`]s and writes server
+//! messages to an [`Outbox`]. The WebSocket adapter ([`serve`]) turns text frames into
+//! frames and drains the outbox into text frames; the Socket.IO adapter (`sio.rs`) does the
+//! same with events. Each text frame is one protocol message, decoded strictly; bad input
+//! gets a typed `game.error` and never harms the connection's other matches. Each
+//! `game.sync` opens a subscription that runs the sync barrier: the bus receiver is installed
+//! FIRST, then the committed snapshot is read and sent, then buffered publications above its
+//! revision are delivered in order; any gap starts a new sync instead of delivering an
+//! incomplete sequence. A cursor goes out every `cursor_interval` per subscription.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
-use futures::{SinkExt, StreamExt};
+use futures::{SinkExt, Stream, StreamExt};
 use juegoland_actors::{HostError, Matches, SyncReply};
 use juegoland_bus::{Bus, BusItem};
 use juegoland_protocol::{
-    ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, ServerMessage, SyncRequest, decode_client, encode,
+    ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, MessageType, ServerMessage, Snapshot, SyncRequest,
+    decode_client, encode,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -86,54 +92,99 @@ struct Subscription {
     task: JoinHandle<()>,
 }
 
+/// One server message for the connection's writer: its wire `type` (a Socket.IO event name)
+/// and its JSON text.
+pub(crate) struct Outgoing {
+    pub kind: &'static str,
+    pub text: Utf8Bytes,
+}
+
 /// Sends protocol messages to the connection's writer.
 #[derive(Clone)]
-struct Outbox(mpsc::Sender<Utf8Bytes>);
+pub(crate) struct Outbox(mpsc::Sender<Outgoing>);
 
 impl Outbox {
-    async fn send(&self, msg: &ServerMessage) -> bool {
-        self.send_encoded(encode(msg)).await
+    /// An outbox holding up to `queue` messages, and the receiver its writer drains.
+    pub(crate) fn channel(queue: usize) -> (Self, mpsc::Receiver<Outgoing>) {
+        let (tx, rx) = mpsc::channel(queue);
+        (Self(tx), rx)
     }
 
-    async fn send_encoded(&self, text: String) -> bool {
-        self.0.send(Utf8Bytes::from(text)).await.is_ok()
+    async fn send(&self, msg: &ServerMessage) -> bool {
+        self.send_encoded(msg.message_type(), encode(msg)).await
+    }
+
+    async fn send_encoded(&self, kind: &'static str, text: String) -> bool {
+        self.0.send(Outgoing { kind, text: Utf8Bytes::from(text) }).await.is_ok()
     }
 }
 
-/// Serves one authenticated connection until it closes.
+/// What a transport hands the protocol loop.
+pub(crate) enum Frame {
+    /// One protocol message as JSON text. `named` is the message type the transport
+    /// labelled it with (a Socket.IO event name); a message of another type is malformed.
+    Text { bytes: Bytes, named: Option<&'static str> },
+    /// Input that cannot be a protocol message: a binary frame, an unknown Socket.IO event
+    /// or an event without exactly one JSON argument.
+    Unreadable,
+    /// The client closed the connection.
+    Close,
+}
+
+/// Serves one authenticated WebSocket connection until it closes.
 pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket) {
-    let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(gateway.config.outgoing_queue);
+    let (mut sink, stream) = socket.split();
+    let (out, mut rx) = Outbox::channel(gateway.config.outgoing_queue);
     let writer = tokio::spawn(async move {
-        while let Some(text) = rx.recv().await {
-            if sink.send(Message::Text(text)).await.is_err() {
+        while let Some(message) = rx.recv().await {
+            if sink.send(Message::Text(message.text)).await.is_err() {
                 break;
             }
         }
         let _ = sink.close().await;
     });
-    let out = Outbox(tx);
     gateway.metrics.connections.inc();
+    // Pings and pongs are the transport's business; a read error ends the connection like
+    // a close frame.
+    let frames = futures::stream::unfold(stream, |mut stream| async move {
+        loop {
+            let frame = match stream.next().await? {
+                Ok(Message::Text(t)) => Frame::Text { bytes: Bytes::from(t), named: None },
+                Ok(Message::Binary(_)) => Frame::Unreadable,
+                Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+                Ok(Message::Close(_)) | Err(_) => Frame::Close,
+            };
+            return Some((frame, stream));
+        }
+    });
+    serve_frames(gateway.clone(), principal, frames, out).await;
+    let _ = writer.await;
+    gateway.metrics.connections.dec();
+}
+
+/// The protocol loop of one authenticated connection, whatever its transport: reads frames
+/// until the stream ends or yields [`Frame::Close`], then aborts the connection's
+/// subscriptions. The transport's writer ends once every clone of `out` is gone.
+pub(crate) async fn serve_frames(gateway: Gateway, principal: String, frames: impl Stream<Item = Frame>, out: Outbox) {
+    let mut frames = std::pin::pin!(frames);
     let mut subscriptions: HashMap<String, Subscription> = HashMap::new();
     let pending: Arc<pending::PendingSet> = Arc::default();
     let mut limit = RateLimit::new(gateway.config.messages_per_second, gateway.config.burst);
 
-    while let Some(frame) = stream.next().await {
-        let Ok(frame) = frame else { break };
-        if matches!(frame, Message::Text(_) | Message::Binary(_)) && !limit.allow() {
+    while let Some(frame) = frames.next().await {
+        if matches!(frame, Frame::Text { .. } | Frame::Unreadable) && !limit.allow() {
             gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
             out.send(&ErrorMessage::new(ErrorCode::RateLimited).into()).await;
             continue;
         }
-        let bytes = match &frame {
-            Message::Text(t) => t.as_bytes(),
-            Message::Binary(_) => {
+        let (bytes, named) = match &frame {
+            Frame::Text { bytes, named } => (bytes, *named),
+            Frame::Unreadable => {
                 gateway.metrics.errors.with_label_values(&[ErrorCode::MalformedMessage.as_str()]).inc();
                 out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into()).await;
                 continue;
             }
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => continue,
+            Frame::Close => break,
         };
         let msg = match decode_client(bytes) {
             Ok(m) => m,
@@ -143,6 +194,12 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
                 continue;
             }
         };
+        if named.is_some_and(|name| name != msg.message_type()) {
+            // A Socket.IO event whose name is not its message's type.
+            gateway.metrics.errors.with_label_values(&[ErrorCode::MalformedMessage.as_str()]).inc();
+            out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into()).await;
+            continue;
+        }
         gateway.metrics.messages.with_label_values(&[msg.message_type()]).inc();
         match msg {
             ClientMessage::Sync(req) => {
@@ -207,9 +264,6 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
     for (_, s) in subscriptions {
         s.task.abort();
     }
-    drop(out);
-    let _ = writer.await;
-    gateway.metrics.connections.dec();
 }
 
 async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) -> ServerMessage {
@@ -307,7 +361,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
                         None
                     } else if p.revision == revision + 1 {
                         revision = p.revision;
-                        if !out.send_encoded(p.for_subscription(&subscription_id)).await {
+                        if !out.send_encoded(Snapshot::TYPE, p.for_subscription(&subscription_id)).await {
                             return;
                         }
                         None

@@ -98,8 +98,12 @@ pub struct GatewayConfig {
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
     /// Secret that verifies client tokens (HS256), shared with whoever issues them.
-    #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
-    pub jwt_secret: String,
+    #[arg(long, env = "JUEGOLAND_JWT_SECRET", required_unless_present = "jwt_public_key_file")]
+    pub jwt_secret: Option<String>,
+    /// PEM public key that verifies client tokens (EdDSA, RS256 or ES256; production: only
+    /// the platform's identity service holds the private key).
+    #[arg(long, env = "JUEGOLAND_JWT_PUBLIC_KEY_FILE", conflicts_with = "jwt_secret")]
+    pub jwt_public_key_file: Option<std::path::PathBuf>,
     /// Seconds between cursors per subscription.
     #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
     pub cursor_interval: u64,
@@ -277,7 +281,14 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
     let prometheus = prometheus::Registry::new();
-    let tokens = Tokens::new(config.jwt_secret.as_bytes(), 60).context("token keys")?;
+    let tokens = match (&config.jwt_secret, &config.jwt_public_key_file) {
+        (_, Some(path)) => {
+            let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+            Tokens::with_public_key(&pem).context("the token public key")?
+        }
+        (Some(secret), None) => Tokens::new(secret.as_bytes(), 60).context("token keys")?,
+        (None, None) => anyhow::bail!("a token secret or public key is required"),
+    };
     let options = EdgeOptions {
         dev: false,
         platform_api: false,

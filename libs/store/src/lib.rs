@@ -46,6 +46,7 @@ use uuid::Uuid;
 mod memory;
 mod pg;
 mod pg_batch;
+mod pg_lookup;
 mod rows;
 mod sqlite;
 

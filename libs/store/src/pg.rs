@@ -36,6 +36,8 @@ pub struct PgStore {
     pool: PgPool,
     /// The group committer's queue.
     committer: mpsc::Sender<crate::pg_batch::Job>,
+    /// The grouped receipt lookups' queue.
+    lookups: mpsc::Sender<crate::pg_lookup::Lookup>,
     /// This handle's owner identity; `None` is unowned mode (no owner checks).
     owner: Option<Arc<str>>,
 }
@@ -62,7 +64,8 @@ impl PgStore {
         let pool = pool.connect_with(options).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
         MIGRATOR.run(&pool).await.map_err(migrate_error)?;
         let committer = crate::pg_batch::start(pool.clone());
-        Ok(Self { pool, committer, owner: None })
+        let lookups = crate::pg_lookup::start(pool.clone());
+        Ok(Self { pool, committer, lookups, owner: None })
     }
 
     /// This handle in cluster mode: it creates matches as `owner` (the node's incarnation)
@@ -114,23 +117,11 @@ impl Store for PgStore {
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT fingerprint, outcome::text FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3",
-        )
-        .bind(key.match_id)
-        .bind(&key.principal)
-        .bind(key.command_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| store_error(PG, "load receipt", e))?;
-        row.map(|(fingerprint, outcome)| {
-            Ok(Receipt {
-                key: key.clone(),
-                fingerprint,
-                outcome: rows::decode("receipt outcome", key.match_id, &outcome)?,
-            })
-        })
-        .transpose()
+        // Grouped with the lookups of other matches (see `pg_lookup`).
+        let (reply, answer) = oneshot::channel();
+        let gone = || StoreError::Unavailable("the PostgreSQL receipt lookups stopped".into());
+        self.lookups.send(crate::pg_lookup::Lookup { key: key.clone(), reply }).await.map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
     }
 
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {

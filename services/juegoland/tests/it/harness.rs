@@ -135,7 +135,9 @@ impl Cluster {
         let mut started = vec![spawn(node_args(&url, 0))];
         started.extend((1..nodes).map(|i| spawn(node_args(&url, i))));
         let routers = (0..routers).map(|_| spawn(router_args(&url))).collect();
-        Cluster { schema, nodes: started, routers }
+        let cluster = Cluster { schema, nodes: started, routers };
+        cluster.wait_for_ring().await;
+        cluster
     }
 
     /// A cluster whose nodes publish to the Redis at `redis` and one gateway reading it
@@ -168,7 +170,23 @@ impl Cluster {
             .map(str::to_owned)
             .to_vec(),
         );
-        (Cluster { schema, nodes, routers }, gateway)
+        let cluster = Cluster { schema, nodes, routers };
+        cluster.wait_for_ring().await;
+        (cluster, gateway)
+    }
+
+    /// Waits until every node and router sees every node in its ring, so a test starts from
+    /// a settled placement (nodes that joined after an early reader started are otherwise
+    /// missing from its view for up to one refresh period).
+    pub async fn wait_for_ring(&self) {
+        let want = self.nodes.len() as f64;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for p in self.nodes.iter().chain(&self.routers) {
+            while metric_sum(&p.get("/metrics").await, "juegoland_ring_members") != want {
+                assert!(Instant::now() < deadline, "{:?} never saw all {want} nodes", p.args);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
     }
 
     /// The shared Redis of the tests (`JUEGOLAND_TEST_REDIS_URL` overrides).

@@ -7,4 +7,5 @@ mod durability;
 mod gateway;
 mod harness;
 mod hundido;
+mod socketio;
 mod tracing;

@@ -1,0 +1,261 @@
+//! The Socket.IO transport of the protocol (socketioxide, at its default path `/socket.io`).
+//!
+//! The same messages as on the WebSocket: an event's name is the message type and its single
+//! argument the whole message object (`type` and `protocolVersion` included); each server
+//! message goes out as an event named by its `type` with the message as its argument. The
+//! token comes in the handshake's `auth.token`; without a valid one the socket gets a
+//! `game.error` UNAUTHENTICATED event and is disconnected.
+//!
+//! Incoming events feed the transport-agnostic protocol loop (`ws::serve_frames`): the
+//! argument's JSON text is taken from the packet as the client sent it, so the strict decoder
+//! sees the exact bytes (duplicate keys, depth, size). An event name that is no client
+//! message type, an event without exactly one argument, binary attachments or an event whose
+//! name is not its message's type are answered MALFORMED_MESSAGE. Acknowledgement callbacks
+//! are never called: answers are protocol messages. Disconnecting ends the loop like a closed
+//! WebSocket.
+//!
+//! The handlers are socketioxide handler types of this module rather than async closures:
+//! socketioxide runs an async handler in a task of its own, which would let two events of one
+//! client overtake each other; [`Forward`] queues each event synchronously in arrival order,
+//! and [`Connect`] installs them before the CONNECT packet goes out, so no early event finds
+//! no handler.
+
+use std::fmt::Display;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use juegoland_protocol::{
+    CommandEnvelope, CommandStatusRequest, ErrorCode, ErrorMessage, MessageType, SyncRequest, UnsubscribeRequest,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use socketioxide::adapter::LocalAdapter;
+use socketioxide::handler::{ConnectHandler, MessageHandler, Value};
+use socketioxide::layer::SocketIoLayer;
+use socketioxide::socket::Socket;
+use socketioxide::{SendError, SocketError, SocketIo};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+use tracing::{debug, warn};
+
+use crate::auth::Tokens;
+use crate::ws::{Frame, Gateway, Outbox, Outgoing, serve_frames};
+
+/// The event names a client may emit: the client message types.
+const CLIENT_TYPES: [&str; 4] =
+    [SyncRequest::TYPE, CommandEnvelope::TYPE, CommandStatusRequest::TYPE, UnsubscribeRequest::TYPE];
+
+/// Events queued per connection for its protocol loop. The loop only falls this far behind
+/// when the client stops reading its answers while it keeps sending, and such a client is
+/// disconnected.
+const INCOMING_QUEUE: usize = 256;
+
+/// The largest Socket.IO packet and engine.io payload accepted: room for a 1 MiB message (the
+/// WebSocket's frame limit) in its envelope, so the protocol decoder answers anything above
+/// its own 64 KiB limit with MESSAGE_TOO_LARGE.
+const MAX_PAYLOAD: usize = 2 << 20;
+
+/// How long the writer waits before retrying an emit refused because the socket's send buffer
+/// is full.
+const FULL_RETRY: Duration = Duration::from_millis(5);
+
+type Sock = Socket<LocalAdapter>;
+
+/// The Socket.IO layer of the gateway, serving namespace `/` at `/socket.io`.
+pub(crate) fn layer(gateway: Gateway, tokens: Tokens) -> SocketIoLayer {
+    let (layer, io) = SocketIo::builder()
+        .max_buffer_size(gateway.config.outgoing_queue)
+        .max_payload(MAX_PAYLOAD as u64)
+        .ws_max_message_size(MAX_PAYLOAD)
+        .ws_max_frame_size(MAX_PAYLOAD)
+        .build_layer();
+    io.ns("/", Connect { gateway, tokens });
+    layer
+}
+
+/// The connect handler of namespace `/`.
+#[derive(Clone)]
+struct Connect {
+    gateway: Gateway,
+    tokens: Tokens,
+}
+
+/// The type marker of [`Connect`] as a socketioxide connect handler.
+struct Handshake;
+
+/// Marks a socket whose handshake carried no valid token.
+#[derive(Clone)]
+struct Unauthenticated;
+
+impl ConnectHandler<LocalAdapter, Handshake> for Connect {
+    /// Runs before the CONNECT packet goes out: a valid token starts the connection here, so
+    /// its event handlers are in place before the client can emit anything.
+    fn call_middleware<'a>(
+        &'a self,
+        socket: Arc<Sock>,
+        auth: &'a Option<Value>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), Box<dyn Display + Send>>> + Send + 'a>> {
+        match principal(&self.tokens, auth.as_ref()) {
+            Some(principal) => start(self.gateway.clone(), principal, &socket),
+            None => {
+                socket.extensions.insert(Unauthenticated);
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Runs once the socket is connected: one without a valid token gets UNAUTHENTICATED, as
+    /// a `game.error` event, and is disconnected.
+    fn call(&self, socket: Arc<Sock>, _auth: Option<Value>) {
+        if socket.extensions.get::<Unauthenticated>().is_none() {
+            return;
+        }
+        let e = juegoland_protocol::encode(&ErrorMessage::new(ErrorCode::Unauthenticated).into());
+        match RawValue::from_string(e) {
+            Ok(message) => {
+                if let Err(e) = socket.emit(ErrorMessage::TYPE, &message) {
+                    debug!(error = %e, "socket.io unauthenticated answer not sent");
+                }
+            }
+            Err(e) => warn!(error = %e, "encoded error is not json"),
+        }
+        let _ = socket.disconnect();
+    }
+}
+
+/// The principal of the handshake's `auth.token`, if it is a valid token.
+fn principal(tokens: &Tokens, auth: Option<&Value>) -> Option<String> {
+    /// The handshake's auth object; other fields are the client's business.
+    #[derive(Deserialize)]
+    struct Auth {
+        token: Option<String>,
+    }
+    let auth: Auth = serde_json::from_str(auth?.as_str()?).ok()?;
+    tokens.verify(&auth.token?).ok()
+}
+
+/// Starts the protocol loop of an authenticated socket: its event handlers feed the loop,
+/// and a writer emits what the loop sends.
+fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
+    let (tx, mut rx) = mpsc::channel(INCOMING_QUEUE);
+    for kind in CLIENT_TYPES {
+        socket.on(kind, Forward { tx: tx.clone(), kind: Some(kind) });
+    }
+    socket.on_fallback(Forward { tx: tx.clone(), kind: None });
+    socket.on_disconnect(move || {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(Frame::Close).await;
+        }
+    });
+    // The writer holds the socket weakly: the socket owns the handlers that feed the loop,
+    // so a strong reference would keep a socket that never connected alive forever.
+    let weak = Arc::downgrade(socket);
+    tokio::spawn(async move {
+        gateway.metrics.connections.inc();
+        let (out, outgoing) = Outbox::channel(gateway.config.outgoing_queue);
+        let writer = tokio::spawn(write(weak, outgoing));
+        let frames = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        serve_frames(gateway.clone(), principal, frames, out).await;
+        let _ = writer.await;
+        gateway.metrics.connections.dec();
+    });
+}
+
+/// Emits each server message as an event named by its type, until the loop and its tasks are
+/// done or the socket is gone.
+async fn write(socket: Weak<Sock>, mut outgoing: mpsc::Receiver<Outgoing>) {
+    while let Some(message) = outgoing.recv().await {
+        let argument = match RawValue::from_string(message.text.as_str().to_owned()) {
+            Ok(a) => a,
+            Err(e) => {
+                warn!(error = %e, "encoded server message is not json");
+                continue;
+            }
+        };
+        loop {
+            let Some(s) = socket.upgrade() else { return };
+            match s.emit(message.kind, &argument) {
+                Ok(()) => break,
+                Err(SendError::Socket(SocketError::InternalChannelFull)) => {
+                    // The client reads slower than we write: wait, as a WebSocket send would.
+                    drop(s);
+                    tokio::time::sleep(FULL_RETRY).await;
+                }
+                Err(SendError::Socket(SocketError::Closed)) => return,
+                Err(e) => {
+                    warn!(error = %e, "socket.io emit failed");
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(s) = socket.upgrade().filter(|s| s.connected()) {
+        let _ = s.disconnect();
+    }
+}
+
+/// Queues a socket's events for its protocol loop, synchronously and so in arrival order.
+struct Forward {
+    tx: mpsc::Sender<Frame>,
+    /// The client message type this handler is registered for; `None` for the fallback that
+    /// receives every other event name.
+    kind: Option<&'static str>,
+}
+
+/// The type marker of [`Forward`] as a socketioxide message handler.
+struct Forwarding;
+
+impl MessageHandler<LocalAdapter, Forwarding> for Forward {
+    fn call(&self, socket: Arc<Sock>, value: Value, _ack: Option<i64>) {
+        let frame = match (self.kind, argument(&value)) {
+            (Some(kind), Some(bytes)) => Frame::Text { bytes, named: Some(kind) },
+            _ => Frame::Unreadable,
+        };
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(frame) {
+            debug!("socket.io client sends faster than it reads; disconnecting");
+            tokio::spawn(async move {
+                let _ = socket.disconnect();
+            });
+        }
+    }
+}
+
+/// The JSON text of an event's single argument, exactly as the client sent it. The packet's
+/// data is the array `[name, argument]`; binary attachments are not protocol messages.
+fn argument(value: &Value) -> Option<Bytes> {
+    let Value::Str(data, binaries) = value else { return None };
+    if binaries.as_ref().is_some_and(|b| !b.is_empty()) {
+        return None;
+    }
+    let parts: Vec<&RawValue> = serde_json::from_str(data.as_str()).ok()?;
+    match parts.as_slice() {
+        [_, argument] => Some(Bytes::copy_from_slice(argument.get().as_bytes())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str) -> Value {
+        Value::Str(data.to_owned().into(), None)
+    }
+
+    #[test]
+    fn the_argument_keeps_the_clients_exact_text() {
+        let text = r#"{"type":"game.sync", "type":"x","n":[1, 2]}"#;
+        let got = argument(&event(&format!(r#"["game.sync",{text}]"#))).unwrap();
+        assert_eq!(got, text.as_bytes());
+    }
+
+    #[test]
+    fn an_event_without_exactly_one_argument_is_unreadable() {
+        assert_eq!(argument(&event(r#"["game.sync"]"#)), None);
+        assert_eq!(argument(&event(r#"["game.sync",{},{}]"#)), None);
+        assert_eq!(argument(&event("not json")), None);
+    }
+}
