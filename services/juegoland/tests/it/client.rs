@@ -256,6 +256,17 @@ impl Client {
         self.recv().await
     }
 
+    /// Syncs and returns the answer to this request, discarding whatever arrives before it
+    /// (live snapshots of earlier subscriptions still in flight).
+    pub async fn sync_answer(&mut self, match_id: &str, request_id: &str) -> Value {
+        let first = self.sync(match_id, request_id).await;
+        let mut v = first;
+        while v["requestId"] != request_id {
+            v = self.recv().await;
+        }
+        v
+    }
+
     pub async fn drop_disc(&mut self, match_id: &str, command_id: &str, revision: u64, column: u64) -> Value {
         let cmd = command(match_id, command_id, revision, column);
         self.send(&cmd).await;

@@ -118,3 +118,96 @@ async fn redis_down_and_back_loses_no_move_and_both_players_converge() {
     drop(cluster.routers);
     cluster.schema.drop_schema().await;
 }
+
+/// Acceptance "change during sync" on the cluster: syncs race a storm of commits; every
+/// subscription's snapshots are contiguous (`fromRevision` = the previous revision) or a
+/// full resync, never a step back or a silent hole, and each ends at the committed revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syncs_racing_a_command_storm_never_leave_a_window() {
+    let secret = "sync-storm-secret";
+    let (cluster, gateway) = Cluster::start_with_gateway("sync_storm", 2, secret, &Cluster::shared_redis()).await;
+    let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
+    let mut router = cluster.client(0).await;
+    let match_id = create(&mut router).await;
+    let m = match_id.to_string();
+    let addr = gateway.http.trim_start_matches("http://").to_owned();
+
+    // The storm: the match played to its end through the router, as fast as it goes.
+    let storm = tokio::spawn(async move {
+        let mut revision = 0u64;
+        'moves: loop {
+            let principal = if revision.is_multiple_of(2) { "alice" } else { "bob" };
+            for k in 0..7 {
+                let msg = crate::harness::submit(
+                    &mut router,
+                    principal,
+                    &crate::harness::drop_at(match_id, revision, (revision * 3 + k) % 7),
+                )
+                .await;
+                if let Some(r) = crate::harness::applied_revision(&msg) {
+                    revision = r;
+                    continue 'moves;
+                }
+            }
+            return revision;
+        }
+    });
+
+    // Syncers: sync, follow the subscription for a while, unsubscribe, sync again.
+    let mut syncers = Vec::new();
+    for i in 0..6u64 {
+        let (addr, m, token) =
+            (addr.clone(), m.clone(), tokens.issue(if i % 2 == 0 { "alice" } else { "bob" }).unwrap());
+        syncers.push(tokio::spawn(async move {
+            let mut client = Client::connect_to(&addr, &token).await;
+            let mut syncs = 0;
+            let mut last = 0u64;
+            for round in 0..1_000u64 {
+                let snap = client.sync_answer(&m, &format!("r-{i}-{round}")).await;
+                assert_eq!(snap["type"], "game.snapshot", "{snap}");
+                let mut revision = snap["revision"].as_u64().unwrap();
+                assert!(revision >= last, "a sync went back from {last} to {revision}");
+                syncs += 1;
+                let sub = snap["subscriptionId"].as_str().unwrap().to_owned();
+                // Follow for a few messages or until quiet.
+                for _ in 0..(round % 4) {
+                    let Some(v) = client.try_recv(150).await else { break };
+                    if v["type"] != "game.snapshot" || v["subscriptionId"] != sub.as_str() {
+                        continue;
+                    }
+                    let r = v["revision"].as_u64().unwrap();
+                    match v.get("fromRevision").and_then(|f| f.as_u64()) {
+                        Some(from) => assert_eq!((from, r), (revision, revision + 1), "a hole after {revision}: {v}"),
+                        None => assert!(r >= revision, "a resync went back: {v}"),
+                    }
+                    revision = r;
+                }
+                last = revision;
+                client
+                    .send(&json!({"protocolVersion":1,"type":"game.unsubscribe","matchId":m,"subscriptionId":sub}))
+                    .await;
+                if round > 3 && snap["result"] != json!(null) {
+                    break;
+                }
+            }
+            (syncs, last)
+        }));
+    }
+    let final_revision = storm.await.unwrap();
+    let mut total = 0;
+    for s in syncers {
+        let (syncs, last) = s.await.unwrap();
+        assert!(syncs > 3, "each syncer synced during the storm");
+        assert!(last <= final_revision);
+        total += syncs;
+    }
+    println!("{total} syncs raced {final_revision} commits");
+    // After the storm every new sync sees the committed end.
+    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
+    assert_eq!(alice.sync(&m, "end").await["revision"], final_revision);
+    audit(&cluster, &Seen::default()).await;
+    drop(gateway);
+    drop(cluster.nodes);
+    drop(cluster.routers);
+    cluster.schema.drop_schema().await;
+}
