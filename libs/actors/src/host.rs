@@ -39,6 +39,10 @@ pub struct HostConfig {
     /// Fault injection for crash tests: abort the process right after the N-th successful
     /// commit of a match actor, before answering or publishing. Never set in production.
     pub crash_after_commits: Option<u64>,
+    /// Fault injection for delivery tests: the publications of this revision (of every
+    /// match) are marked dispatched but never reach the bus, as if lost on the way. Never
+    /// set in production.
+    pub lose_publications_of_revision: Option<u64>,
 }
 
 impl Default for HostConfig {
@@ -48,6 +52,7 @@ impl Default for HostConfig {
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
             crash_after_commits: None,
+            lose_publications_of_revision: None,
         }
     }
 }
@@ -648,7 +653,12 @@ impl MatchActor {
         if let Some(revision) = commit.state.as_ref().map(|s| s.revision)
             && !commit.publications.is_empty()
         {
-            match self.shared.bus.publish(&commit.publications).await {
+            let lost = self.shared.config.lose_publications_of_revision == Some(revision);
+            if lost {
+                warn!(match_id = %commit.match_id, revision, "fault injection: publications lost after the commit");
+            }
+            let published = if lost { Ok(()) } else { self.shared.bus.publish(&commit.publications).await };
+            match published {
                 Ok(()) => {
                     self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
                     // Marked in the background with other matches' marks: the answer does not

@@ -60,6 +60,9 @@ pub struct NodeConfig {
     /// Fault injection for crash tests: abort right after the N-th commit.
     #[arg(long, hide = true)]
     pub fault_crash_after_commits: Option<u64>,
+    /// Fault injection for delivery tests: lose the publications of this revision.
+    #[arg(long, hide = true)]
+    pub fault_lose_publications_of_revision: Option<u64>,
 }
 
 /// Settings of a router process.
@@ -185,6 +188,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let host_config = HostConfig {
         idle_passivation: Duration::from_secs(config.idle_passivation),
         crash_after_commits: config.fault_crash_after_commits,
+        lose_publications_of_revision: config.fault_lose_publications_of_revision,
         ..HostConfig::default()
     };
     let engine = Arc::new(Engine::new(Arc::new(registry)));

@@ -211,3 +211,42 @@ async fn syncs_racing_a_command_storm_never_leave_a_window() {
     drop(cluster.routers);
     cluster.schema.drop_schema().await;
 }
+
+/// Acceptance "loss of the last publication": the publications of revision 1 are lost on
+/// the way to the stream (fault injection in the nodes) and nothing is committed after it;
+/// the subscriptions' cursors show revision 1 committed, so both clients resync to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_last_publication_is_recovered_by_the_cursor() {
+    let secret = "lost-publication-secret";
+    let (cluster, gateway) = Cluster::start_with_gateway_and(
+        "lost_publication",
+        2,
+        secret,
+        &Cluster::shared_redis(),
+        &["--fault-lose-publications-of-revision", "1"],
+    )
+    .await;
+    let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
+    let mut router = cluster.client(0).await;
+    let m = create(&mut router).await.to_string();
+    let addr = gateway.http.trim_start_matches("http://").to_owned();
+    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
+    let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
+    alice.sync(&m, "r-a").await;
+    bob.sync(&m, "r-b").await;
+    alice.drop_disc(&m, &uuid(), 0, 3).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!((ack["status"].as_str(), ack["revision"].as_u64()), (Some("applied"), Some(1)));
+    // No live snapshot of revision 1 can come; the cursor (every second here) reports
+    // revision 1 and the subscription resyncs: a full snapshot, without `fromRevision`.
+    for who in [&mut alice, &mut bob] {
+        let (cursor, _) = who.recv_type("game.cursor").await;
+        assert_eq!(cursor["revision"], 1, "{cursor}");
+        let snap = who.recv_revision(1).await;
+        assert!(snap.get("fromRevision").is_none(), "a resync, not a live delivery: {snap}");
+    }
+    drop(gateway);
+    drop(cluster.nodes);
+    drop(cluster.routers);
+    cluster.schema.drop_schema().await;
+}

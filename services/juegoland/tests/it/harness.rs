@@ -144,12 +144,24 @@ impl Cluster {
     /// (cursors every second), with client tokens signed by `secret`. Stream keys are per
     /// match, so tests that share a Redis do not meet.
     pub async fn start_with_gateway(test: &str, nodes: usize, secret: &str, redis: &str) -> (Cluster, Proc) {
+        Cluster::start_with_gateway_and(test, nodes, secret, redis, &[]).await
+    }
+
+    /// Like `start_with_gateway`, with extra arguments for every node (fault injection).
+    pub async fn start_with_gateway_and(
+        test: &str,
+        nodes: usize,
+        secret: &str,
+        redis: &str,
+        node_extra: &[&str],
+    ) -> (Cluster, Proc) {
         let redis = redis.to_owned();
         let schema = TestSchema::create("cluster", test).await;
         let url = schema.url();
         let node = |i| {
             let mut args = node_args(&url, i);
             args.extend(["--redis-url".to_owned(), redis.clone()]);
+            args.extend(node_extra.iter().map(|a| (*a).to_owned()));
             Proc::spawn(args)
         };
         let nodes = (0..nodes).map(node).collect();
@@ -166,6 +178,8 @@ impl Cluster {
                 &redis,
                 "--jwt-secret",
                 secret,
+                "--cursor-interval",
+                "1",
             ]
             .map(str::to_owned)
             .to_vec(),
