@@ -328,9 +328,14 @@ async fn ws(
     };
     // Frames up to 1 MiB reach the protocol decoder, which answers anything over its own
     // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.
+    // Buffers start small: tungstenite's 128 KiB read buffer per connection (allocated
+    // up front) made an idle connection cost ≈ 135 KiB (docs/benchmarks.md); the read buffer
+    // still grows for a large frame, and writes go out message by message.
     upgrade
         .max_message_size(1 << 20)
         .max_frame_size(1 << 20)
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
         .on_upgrade(move |socket| crate::ws::serve(gateway, principal, socket))
 }
 

@@ -3,7 +3,7 @@
 //! with 100,000 active matches on one node. Real `juegoland node` / `juegoland router`
 //! processes over a private schema of the PostgreSQL at 127.0.0.1:5432.
 //!
-//! Run: `cargo bench -p juegoland --bench cluster`; `JUEGOLAND_BENCH_STEPS=hop,e2e,failover,memory`
+//! Run: `cargo bench -p juegoland --bench cluster`; `JUEGOLAND_BENCH_STEPS=hop,e2e,failover,memory,idle`
 //! picks steps, `JUEGOLAND_BENCH_SECONDS` sets the load duration (default 10),
 //! `JUEGOLAND_BENCH_MATCHES` the matches of the memory step (default 100000).
 
@@ -28,7 +28,7 @@ type NodeClient = pb::node_client::NodeClient<tonic::transport::Channel>;
 
 fn steps() -> Vec<String> {
     std::env::var("JUEGOLAND_BENCH_STEPS")
-        .unwrap_or_else(|_| "hop,e2e,failover,memory".into())
+        .unwrap_or_else(|_| "hop,e2e,failover,memory,idle".into())
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect()
@@ -279,6 +279,42 @@ async fn memory(n: usize) {
     teardown(c).await;
 }
 
+/// Idle WebSocket connections on one gateway: `n` authenticated connections that send
+/// nothing, and the gateway's resident memory before and after.
+async fn idle_connections(n: usize) {
+    let secret = "bench-idle-secret";
+    let (c, gateway) = Cluster::start_with_gateway("idle", 1, secret, &Cluster::shared_redis()).await;
+    let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 3_600).expect("tokens");
+    let token = tokens.issue("alice").expect("a token");
+    let addr = gateway.http.trim_start_matches("http://").to_owned();
+    let pid = gateway.pid();
+    let before = rss_kib(pid);
+    let started = Instant::now();
+    let mut sockets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let url = format!("ws://{addr}/v1/ws?access_token={token}");
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("a WebSocket connection");
+        sockets.push(ws);
+    }
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(pid);
+    let connections = metric_sum(&gateway.get("/metrics").await, "juegoland_gateway_connections");
+    println!("## idle WebSocket connections on one gateway");
+    println!("| connections | RSS before | RSS after | per connection | connects/s |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| {connections} | {:.1} MiB | {:.1} MiB | {:.2} KiB | {:.0} |",
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        after.saturating_sub(before) as f64 / connections.max(1.0),
+        n as f64 / took.as_secs_f64()
+    );
+    drop(sockets);
+    drop(gateway);
+    teardown(c).await;
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let steps = steps();
@@ -301,6 +337,12 @@ async fn main() {
         }
         runs.sort();
         println!("## failover after SIGKILL: median {:?}, worst {:?} (5 runs)", runs[2], runs[4]);
+    }
+    if steps.iter().any(|s| s == "idle") {
+        // The machine's hard limit is 20,000 open files per process: the gateway needs a few
+        // beyond its connections.
+        let n = std::env::var("JUEGOLAND_BENCH_CONNECTIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(19_500);
+        idle_connections(n).await;
     }
     if steps.iter().any(|s| s == "memory") {
         let n = std::env::var("JUEGOLAND_BENCH_MATCHES").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
