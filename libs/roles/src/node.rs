@@ -150,15 +150,7 @@ impl NodeService {
         .await;
         let m = &self.inner.metrics;
         m.seconds.with_label_values(&[op]).observe(started.elapsed().as_secs_f64());
-        let outcome = match &result {
-            Ok(_) => "ok",
-            Err(RpcError::NotOwner(_)) => "not_owner",
-            Err(RpcError::Unavailable(_)) => "unavailable",
-            Err(RpcError::MatchNotFound) => "not_found",
-            Err(RpcError::Invalid(_)) => "invalid",
-            Err(RpcError::Refused { .. }) => "refused",
-            Err(RpcError::Internal(_)) => "internal",
-        };
+        let outcome = result.as_ref().map_or_else(RpcError::label, |_| "ok");
         m.calls.with_label_values(&[op, outcome]).inc();
         result.map(Response::new).map_err(Status::from)
     }

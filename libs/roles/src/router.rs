@@ -108,17 +108,6 @@ struct Inner {
     channels: parking_lot::Mutex<HashMap<String, NodeClient>>,
 }
 
-fn outcome(e: &RpcError) -> &'static str {
-    match e {
-        RpcError::NotOwner(_) => "not_owner",
-        RpcError::Unavailable(_) => "unavailable",
-        RpcError::MatchNotFound => "not_found",
-        RpcError::Invalid(_) => "invalid",
-        RpcError::Refused { .. } => "refused",
-        RpcError::Internal(_) => "internal",
-    }
-}
-
 impl Forwarder {
     pub fn new(membership: Membership, registry: Arc<Registry>, budget: RetryBudget, metrics: RouterMetrics) -> Self {
         Self {
@@ -195,11 +184,11 @@ impl Forwarder {
                     }
                 };
                 if !error.is_retryable() || Instant::now() + backoff > deadline {
-                    m.forwards.with_label_values(&[op, outcome(&error)]).inc();
+                    m.forwards.with_label_values(&[op, error.label()]).inc();
                     return Err(error);
                 }
                 debug!(error = %error, "retrying on a fresh ring");
-                m.retries.with_label_values(&[op, outcome(&error)]).inc();
+                m.retries.with_label_values(&[op, error.label()]).inc();
                 self.inner.membership.refresh_now().await;
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(budget.max_backoff);

@@ -52,6 +52,18 @@ impl RpcError {
         }
     }
 
+    /// The failure's name as a metric label (`not_owner`, `unavailable`, …).
+    pub fn label(&self) -> &'static str {
+        match self {
+            RpcError::NotOwner(_) => "not_owner",
+            RpcError::Unavailable(_) => "unavailable",
+            RpcError::MatchNotFound => "not_found",
+            RpcError::Invalid(_) => "invalid",
+            RpcError::Refused { .. } => "refused",
+            RpcError::Internal(_) => "internal",
+        }
+    }
+
     /// Whether the same call may succeed on a retry (after refreshing membership).
     pub fn is_retryable(&self) -> bool {
         matches!(self, RpcError::NotOwner(_) | RpcError::Unavailable(_))

@@ -54,7 +54,7 @@ pub use memory::MemoryStore;
 pub use pg::PgStore;
 pub use sqlite::SqliteStore;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The compare-and-set failed: another writer committed first (or already stored this
     /// receipt, or already created this match), or the match is owned by another node than

@@ -70,17 +70,6 @@ pub(crate) fn start(pool: PgPool) -> mpsc::Sender<Job> {
     tx
 }
 
-/// The same error again, for every caller of a failed batch.
-fn replicate(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::Conflict { match_id, expected } => {
-            StoreError::Conflict { match_id: *match_id, expected: *expected }
-        }
-        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-        StoreError::Corrupt(m) => StoreError::Corrupt(m.clone()),
-    }
-}
-
 fn conflict(c: &Commit) -> StoreError {
     StoreError::Conflict { match_id: c.match_id, expected: c.expected_revision }
 }
@@ -113,7 +102,7 @@ async fn run(pool: &PgPool, mut jobs: Vec<Job>) {
             }
             Err(Attempt::Failed(e)) => {
                 for job in now {
-                    let _ = job.reply.send(Err(replicate(&e)));
+                    let _ = job.reply.send(Err(e.clone()));
                 }
             }
         }

@@ -83,14 +83,7 @@ async fn run(pool: &PgPool, batch: Vec<Lookup>) {
         Err(e) => {
             let e = store_error(Dialect::Postgres, "load receipts", e);
             for lookup in batch {
-                let again = match &e {
-                    StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-                    StoreError::Corrupt(m) => StoreError::Corrupt(m.clone()),
-                    StoreError::Conflict { match_id, expected } => {
-                        StoreError::Conflict { match_id: *match_id, expected: *expected }
-                    }
-                };
-                let _ = lookup.reply.send(Err(again));
+                let _ = lookup.reply.send(Err(e.clone()));
             }
         }
     }

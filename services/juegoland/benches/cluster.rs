@@ -53,12 +53,6 @@ async fn cluster(name: &str, nodes: usize, routers: usize, pool: u32) -> Cluster
     Cluster { schema, nodes, routers }
 }
 
-async fn teardown(cluster: Cluster) {
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
-}
-
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }
@@ -160,7 +154,7 @@ async fn hop() {
         ms(&via_router, 0.5) - ms(&via_node, 0.5),
         ms(&via_router, 0.99) - ms(&via_node, 0.99)
     );
-    teardown(c).await;
+    c.stop().await;
 }
 
 /// End-to-end latency through router and node with `matches` concurrent players.
@@ -205,7 +199,7 @@ async fn e2e(matches: usize) {
         ms(&h, 0.99)
     );
     drop(h);
-    teardown(c).await;
+    c.stop().await;
 }
 
 /// Failover: SIGKILL the node owning part of a running load; the longest pause any of its
@@ -228,7 +222,7 @@ async fn failover(run: usize) -> Duration {
         let seen = seen.lock().await;
         victims.iter().filter_map(|id| seen.longest_gap.get(id)).max().copied().unwrap_or_default()
     };
-    teardown(c).await;
+    c.stop().await;
     worst
 }
 
@@ -276,7 +270,7 @@ async fn memory(n: usize) {
         after.saturating_sub(before) as f64 / active.max(1.0),
         n as f64 / took.as_secs_f64()
     );
-    teardown(c).await;
+    c.stop().await;
 }
 
 /// Idle WebSocket connections on one gateway: `n` authenticated connections that send
@@ -312,7 +306,7 @@ async fn idle_connections(n: usize) {
     );
     drop(sockets);
     drop(gateway);
-    teardown(c).await;
+    c.stop().await;
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

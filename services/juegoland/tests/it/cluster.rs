@@ -53,9 +53,7 @@ async fn a_killed_node_s_matches_are_served_by_the_others_within_3_seconds() {
     let ring = metric_sum(&cluster.nodes[0].get("/metrics").await, "juegoland_ring_members");
     assert_eq!(ring, 2.0, "the ring lost the killed node");
     audit(&cluster, &seen).await;
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,9 +131,7 @@ async fn a_frozen_owner_that_wakes_up_after_its_match_moved_cannot_commit() {
     assert!(store.receipt(&key).await.unwrap().is_none(), "the stale command left no receipt");
     store.close().await;
     audit(&cluster, &Seen::default()).await;
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,9 +177,7 @@ async fn a_rolling_restart_of_every_node_and_router_loses_nothing() {
     );
     assert!(seen.applied.len() > 100, "the load made progress through the restarts");
     audit(&cluster, &seen).await;
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +206,5 @@ async fn a_node_refuses_matches_the_ring_gives_to_another_node() {
     assert_eq!(refused, 2, "both other nodes refuse");
     // Nothing was applied by the refusals; the owner still takes the command.
     assert_eq!(applied_revision(&submit(&mut client, "alice", &drop_at(match_id, 0, 3)).await), Some(1));
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }

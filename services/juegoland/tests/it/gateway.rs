@@ -9,25 +9,45 @@ use crate::client::{Client, uuid};
 use crate::harness::{Cluster, Seen, audit, create};
 use juegoland_testkit::PrivateRedis;
 
+/// A match between alice and bob on a cluster with a gateway, both players connected to
+/// the gateway and synced (`a` and `b` are their sync snapshots).
+struct Table {
+    cluster: Cluster,
+    gateway: crate::harness::Proc,
+    tokens: Tokens,
+    addr: String,
+    m: String,
+    alice: Client,
+    bob: Client,
+    a: serde_json::Value,
+    b: serde_json::Value,
+}
+
+impl Table {
+    async fn seat((cluster, gateway): (Cluster, crate::harness::Proc), secret: &str) -> Table {
+        let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
+        let m = create(&mut cluster.client(0).await).await.to_string();
+        let addr = gateway.http.trim_start_matches("http://").to_owned();
+        let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
+        let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
+        let a = alice.sync(&m, "r-a").await;
+        let b = bob.sync(&m, "r-b").await;
+        Table { cluster, gateway, tokens, addr, m, alice, bob, a, b }
+    }
+}
+
 /// p0 wins with four in column 0 while p1 plays column 1.
 const WINNING: [u64; 7] = [0, 1, 0, 1, 0, 1, 0];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
     let secret = "gateway-test-secret";
-    let (cluster, gateway) = Cluster::start_with_gateway("gateway", 2, secret, &Cluster::shared_redis()).await;
-    let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
-    let mut router = cluster.client(0).await;
-    let m = create(&mut router).await.to_string();
-    let addr = gateway.http.trim_start_matches("http://").to_owned();
-    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
-    let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
-    let a = alice.sync(&m, "r-a").await;
+    let started = Cluster::start_with_gateway("gateway", 2, secret, &Cluster::shared_redis()).await;
+    let Table { cluster, gateway, tokens, addr, m, mut alice, mut bob, a, b } = Table::seat(started, secret).await;
     assert_eq!(
         (a["type"].as_str(), a["revision"].as_u64(), a["seat"].as_str()),
         (Some("game.snapshot"), Some(0), Some("p0"))
     );
-    let b = bob.sync(&m, "r-b").await;
     assert_eq!(b["seat"], "p1");
 
     for (i, column) in WINNING.iter().enumerate() {
@@ -64,24 +84,15 @@ async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
     assert_eq!(final_sync["revision"], 7);
     assert_ne!(final_sync["result"], json!(null), "the match is over: {final_sync}");
     drop(gateway);
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_and_back_loses_no_move_and_both_players_converge() {
     let secret = "redis-outage-secret";
     let mut redis = PrivateRedis::start().await;
-    let (cluster, gateway) = Cluster::start_with_gateway("redis_outage", 2, secret, &redis.url()).await;
-    let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
-    let mut router = cluster.client(0).await;
-    let m = create(&mut router).await.to_string();
-    let addr = gateway.http.trim_start_matches("http://").to_owned();
-    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
-    let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
-    alice.sync(&m, "r-a").await;
-    bob.sync(&m, "r-b").await;
+    let started = Cluster::start_with_gateway("redis_outage", 2, secret, &redis.url()).await;
+    let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
 
     let mut revision = 0u64;
     let play = async |alice: &mut Client, bob: &mut Client, revision: &mut u64| {
@@ -114,9 +125,7 @@ async fn redis_down_and_back_loses_no_move_and_both_players_converge() {
 
     audit(&cluster, &Seen::default()).await;
     drop(gateway);
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 /// Acceptance "change during sync" on the cluster: syncs race a storm of commits; every
@@ -207,9 +216,7 @@ async fn syncs_racing_a_command_storm_never_leave_a_window() {
     assert_eq!(alice.sync(&m, "end").await["revision"], final_revision);
     audit(&cluster, &Seen::default()).await;
     drop(gateway);
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 /// Acceptance "loss of the last publication": the publications of revision 1 are lost on
@@ -218,7 +225,7 @@ async fn syncs_racing_a_command_storm_never_leave_a_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_last_publication_is_recovered_by_the_cursor() {
     let secret = "lost-publication-secret";
-    let (cluster, gateway) = Cluster::start_with_gateway_and(
+    let started = Cluster::start_with_gateway_and(
         "lost_publication",
         2,
         secret,
@@ -226,14 +233,7 @@ async fn a_lost_last_publication_is_recovered_by_the_cursor() {
         &["--fault-lose-publications-of-revision", "1"],
     )
     .await;
-    let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
-    let mut router = cluster.client(0).await;
-    let m = create(&mut router).await.to_string();
-    let addr = gateway.http.trim_start_matches("http://").to_owned();
-    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
-    let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
-    alice.sync(&m, "r-a").await;
-    bob.sync(&m, "r-b").await;
+    let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
     alice.drop_disc(&m, &uuid(), 0, 3).await;
     let (ack, _) = alice.recv_type("game.ack").await;
     assert_eq!((ack["status"].as_str(), ack["revision"].as_u64()), (Some("applied"), Some(1)));
@@ -246,7 +246,5 @@ async fn a_lost_last_publication_is_recovered_by_the_cursor() {
         assert!(snap.get("fromRevision").is_none(), "a resync, not a live delivery: {snap}");
     }
     drop(gateway);
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }

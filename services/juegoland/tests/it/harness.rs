@@ -203,6 +203,13 @@ impl Cluster {
         }
     }
 
+    /// Kills every process and drops the schema; call it last, once the test has passed.
+    pub async fn stop(self) {
+        drop(self.nodes);
+        drop(self.routers);
+        self.schema.drop_schema().await;
+    }
+
     /// The shared Redis of the tests (`JUEGOLAND_TEST_REDIS_URL` overrides).
     pub fn shared_redis() -> String {
         std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())

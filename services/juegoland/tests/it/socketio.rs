@@ -90,9 +90,7 @@ async fn a_socket_io_client_from_npm_plays_a_match_through_the_cluster() {
 
     audit(&cluster, &Seen::default()).await;
     drop(gateway);
-    drop(cluster.nodes);
-    drop(cluster.routers);
-    cluster.schema.drop_schema().await;
+    cluster.stop().await;
 }
 
 #[tokio::test]

@@ -159,8 +159,6 @@ async fn one_command_is_one_trace_across_router_and_node() {
     );
 
     drop(client);
-    drop(cluster.nodes);
-    drop(cluster.routers);
+    cluster.stop().await;
     server.abort();
-    cluster.schema.drop_schema().await;
 }
