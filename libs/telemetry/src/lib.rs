@@ -99,7 +99,7 @@ pub fn init(service_name: &str) -> Guard {
     let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let trace_filter = EnvFilter::try_from_env("JUEGOLAND_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new("info"));
     let installed = tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_filter(log_filter))
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(log_filter))
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name)).with_filter(trace_filter))
         .try_init()
         .is_ok();

@@ -2,7 +2,6 @@
 //! real WebSocket. The HTTP client is a few lines over a TCP stream on purpose: the tests
 //! need exactly one request per connection and no HTTP client crate is otherwise needed.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -71,9 +70,7 @@ impl Server {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start the juegoland binary");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
+        let line = crate::harness::announced_line(&mut child, "listening on ");
         let addr = line
             .trim()
             .strip_prefix("listening on http://")

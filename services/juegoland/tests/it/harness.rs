@@ -45,6 +45,27 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill {sig} {pid}");
 }
 
+/// The first stdout line of `child` that contains `marker` (its "serving …" or "listening on …"
+/// announcement). The rest of stdout keeps being drained, and echoed to stderr, by a thread, so
+/// the child never writes into a closed pipe.
+pub fn announced_line(child: &mut Child, marker: &'static str) -> String {
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            match tx.take() {
+                Some(first) if line.contains(marker) => drop(first.send(line)),
+                keep => {
+                    tx = keep;
+                    eprintln!("{line}");
+                }
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| panic!("no line with {marker:?} on stdout: {e}"))
+}
+
 impl Proc {
     pub fn spawn(args: Vec<String>) -> Proc {
         Proc::spawn_with_env(args, Vec::new())
@@ -60,9 +81,7 @@ impl Proc {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start the juegoland binary");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read the serving line");
+        let line = announced_line(&mut child, " serving ");
         // "node N serving grpc URL http URL", "router serving grpc URL http URL" or
         // "gateway serving http URL" (a gateway serves no gRPC: `grpc` is empty).
         let words: Vec<&str> = line.split_whitespace().collect();
