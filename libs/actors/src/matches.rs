@@ -42,12 +42,10 @@ pub trait Matches: Send + Sync + 'static {
         command_id: Uuid,
     ) -> Result<ServerMessage, HostError>;
 
-    /// Withdraws a seat (a platform operation); returns the new revision.
-    async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError>;
-
-    /// Fires the deadline `id` at `generation`; returns the new revision. A generation that
-    /// is no longer current is refused (`LifecycleError::StaleDeadline`).
-    async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError>;
+    /// A lifecycle operation: withdraw a seat, cancel the match (platform operations) or fire
+    /// a deadline at its generation (the scheduler's); returns the new revision. A refusal is
+    /// `HostError::Lifecycle` (e.g. `StaleDeadline` for a generation no longer current).
+    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError>;
 
     /// The last committed revision of a match (for cursors).
     async fn revision(&self, match_id: Uuid) -> Result<u64, HostError>;
@@ -95,13 +93,7 @@ impl Matches for Host {
             .await
     }
 
-    async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
-        let request = LifecycleRequest::Withdraw { seat: seat.to_owned() };
-        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply }).await?
-    }
-
-    async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError> {
-        let request = LifecycleRequest::FireDeadline { id: id.to_owned(), generation };
+    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError> {
         self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply }).await?
     }
 

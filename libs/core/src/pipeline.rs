@@ -67,6 +67,9 @@ pub enum Decision {
 pub enum LifecycleRequest {
     Withdraw { seat: Seat },
     FireDeadline { id: String, generation: u64 },
+    /// Cancels the match: `{kind: "cancelled", reasonCode}`, no winners, every pending
+    /// deadline cancelled. The rules are not consulted.
+    Cancel { reason_code: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -81,8 +84,46 @@ pub enum LifecycleError {
     StaleDeadline,
     #[error("rules refused: {0}")]
     Illegal(String),
+    #[error("invalid reason code: {0}")]
+    InvalidReason(String),
     #[error("internal failure: {0}")]
     Fault(Fault),
+}
+
+impl LifecycleError {
+    /// The refusal's code on the platform API and the wire (`None` for a fault).
+    pub fn code(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Finished => "MATCH_FINISHED",
+            Self::UnknownSeat => "UNKNOWN_SEAT",
+            Self::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
+            Self::StaleDeadline => "STALE_DEADLINE",
+            Self::Illegal(_) => "ILLEGAL",
+            Self::InvalidReason(_) => "INVALID_REASON",
+            Self::Fault(_) => return None,
+        })
+    }
+
+    /// The refusal back from its code and message (what [`code`](Self::code) gave).
+    pub fn from_code(code: &str, message: String) -> Option<Self> {
+        Some(match code {
+            "MATCH_FINISHED" => Self::Finished,
+            "UNKNOWN_SEAT" => Self::UnknownSeat,
+            "ALREADY_WITHDRAWN" => Self::AlreadyWithdrawn,
+            "STALE_DEADLINE" => Self::StaleDeadline,
+            "ILLEGAL" => Self::Illegal(message),
+            "INVALID_REASON" => Self::InvalidReason(message),
+            _ => return None,
+        })
+    }
+}
+
+/// A reason code: a short machine key (`[a-z0-9][a-z0-9._-]*`, at most 64 bytes).
+pub fn valid_reason_code(code: &str) -> bool {
+    let mut bytes = code.bytes();
+    code.len() <= 64
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -377,35 +418,34 @@ impl Engine {
             return Err(LifecycleError::Finished);
         }
         let game = &live.game;
-        // A withdrawal is applied by the engine before the rules see it.
-        let withdrawn;
-        let (event, generation, position) = match request {
+        let (t, trace, op, consumed) = match request {
+            LifecycleRequest::Cancel { reason_code } => {
+                if !valid_reason_code(reason_code) {
+                    return Err(LifecycleError::InvalidReason(reason_code.clone()));
+                }
+                let mut t = game.game.cancelled(&live.loaded, reason_code);
+                t.deadlines = state.deadlines.keys().map(|id| DeadlineOp::Cancel { id: id.clone() }).collect();
+                (t, Trace::default(), LoggedOp::Cancel { reason_code: reason_code.clone() }, None)
+            }
             LifecycleRequest::Withdraw { seat } => {
+                // A withdrawal is applied by the engine before the rules see it.
                 let p = state.position.participants.get(seat).ok_or(LifecycleError::UnknownSeat)?;
                 if !p.is_active() {
                     return Err(LifecycleError::AlreadyWithdrawn);
                 }
-                withdrawn = game.game.with_withdrawn(&live.loaded, seat);
-                (Lifecycle::Withdrawal { seat: seat.clone() }, None, &withdrawn)
+                let withdrawn = game.game.with_withdrawn(&live.loaded, seat);
+                let event = Lifecycle::Withdrawal { seat: seat.clone() };
+                let (t, trace) = run_lifecycle(game, &withdrawn, &event, now_ms, entropy)?;
+                (t, trace, LoggedOp::Lifecycle { event, generation: None }, None)
             }
             LifecycleRequest::FireDeadline { id, generation } => {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
                 let event = Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() };
-                (event, Some(*generation), &live.loaded)
+                let (t, trace) = run_lifecycle(game, &live.loaded, &event, now_ms, entropy)?;
+                (t, trace, LoggedOp::Lifecycle { event, generation: Some(*generation) }, Some(id.clone()))
             }
         };
-        let (t, trace) =
-            match run_rules("on_lifecycle", now_ms, entropy, |s| game.game.on_lifecycle(position, &event, s)) {
-                Ok(r) => r,
-                Err(RuleError::Illegal { reason }) => return Err(LifecycleError::Illegal(reason)),
-                Err(RuleError::Fault { message }) => return Err(LifecycleError::Fault(Fault(message))),
-            };
-        let consumed = match request {
-            LifecycleRequest::FireDeadline { id, .. } => Some(id.clone()),
-            LifecycleRequest::Withdraw { .. } => None,
-        };
-        let op = LoggedOp::Lifecycle { event, generation };
         self.accept_with(live, t, trace, op, Bump::Barrier, now_ms, consumed, |_| None).map_err(LifecycleError::Fault)
     }
 
@@ -478,6 +518,20 @@ impl Engine {
             next: Some(t.next),
         })
     }
+}
+
+/// Runs `on_lifecycle` for a withdrawal or a fired deadline.
+fn run_lifecycle(
+    game: &LoadedGame,
+    position: &LoadedPosition,
+    event: &Lifecycle,
+    now_ms: i64,
+    entropy: &mut dyn EntropySource,
+) -> Result<(ErasedTransition, Trace), LifecycleError> {
+    run_rules("on_lifecycle", now_ms, entropy, |s| game.game.on_lifecycle(position, event, s)).map_err(|e| match e {
+        RuleError::Illegal { reason } => LifecycleError::Illegal(reason),
+        RuleError::Fault { message } => LifecycleError::Fault(Fault(message)),
+    })
 }
 
 fn sorted_seat_ids(n: usize) -> Vec<Seat> {

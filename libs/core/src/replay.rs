@@ -59,6 +59,7 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
                 }
                 g.on_lifecycle(&position, event, &mut services)
             }
+            LoggedOp::Cancel { reason_code } => Ok(g.cancelled(&position, reason_code)),
         };
         let t = result.map_err(|e| diverged(expected, e.to_string()))?;
         services.finish().map_err(|e| diverged(expected, e.to_string()))?;

@@ -139,6 +139,10 @@ pub enum LoggedOp {
         event: Lifecycle,
         generation: Option<u64>,
     },
+    /// The platform cancelled the match (the rules were not consulted).
+    Cancel {
+        reason_code: String,
+    },
 }
 
 /// One entry of the per-match log: an accepted change with its captured instant, its

@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use juegoland_actors::{HostError, Matches};
 use juegoland_bus::Bus;
-use juegoland_core::{CreateError, GameKey, LifecycleError, SeatHolder};
+use juegoland_core::{CreateError, GameKey, LifecycleRequest, SeatHolder};
 use juegoland_protocol::{ErrorCode, ErrorMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -92,7 +92,8 @@ pub fn router(state: EdgeState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
     if state.inner.platform_api {
-        r = r.route("/v1/matches", post(create_match)).route("/v1/matches/{id}/withdrawals", post(withdraw));
+        r = r.route("/v1/matches", post(create_match)).route("/v1/matches/{id}/withdrawals", post(withdraw))
+            .route("/v1/matches/{id}/cancellation", post(cancel));
     }
     if state.inner.gateway.is_some() {
         r = r.route("/v1/ws", get(ws));
@@ -126,7 +127,7 @@ fn problem(status: StatusCode, code: &'static str, message: impl Into<String>) -
     Problem { status, code, message: message.into() }
 }
 
-fn strict<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Problem> {
+fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
     serde_json::from_slice(body).map_err(|e| {
         // serde's message names the offending field or position, never stored state.
         problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.to_string())
@@ -251,33 +252,48 @@ struct Withdraw {
     seat: String,
 }
 
-async fn withdraw(
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Cancel {
+    reason_code: String,
+}
+
+/// `POST /v1/matches/{id}/withdrawals` `{seat}`: withdraws a seat.
+async fn withdraw(state: State<EdgeState>, id: Path<String>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
+    lifecycle(state, id, &headers, &body, |req: Withdraw| LifecycleRequest::Withdraw { seat: req.seat }).await
+}
+
+/// `POST /v1/matches/{id}/cancellation` `{reasonCode}`: cancels the match (no winners).
+async fn cancel(state: State<EdgeState>, id: Path<String>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
+    lifecycle(state, id, &headers, &body, |req: Cancel| LifecycleRequest::Cancel { reason_code: req.reason_code }).await
+}
+
+/// A platform lifecycle operation with its JSON body `B`; answers `{revision}` (the revision
+/// it produced).
+async fn lifecycle<B: for<'de> Deserialize<'de>>(
     State(state): State<EdgeState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    headers: &HeaderMap,
+    body: &[u8],
+    request: impl FnOnce(B) -> LifecycleRequest,
 ) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
+    platform_authorized(&state, headers)?;
     let not_found = || problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
     let match_id = Uuid::parse_str(&id).map_err(|_| not_found())?;
-    let req: Withdraw = strict(&body)?;
-    let revision = state.inner.matches.withdraw(match_id, &req.seat).await.map_err(|e| match e {
+    let request = request(strict(body)?);
+    let revision = state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match e {
         HostError::NotFound => not_found(),
-        HostError::Lifecycle(e) => {
-            let code = match e {
-                LifecycleError::Finished => "MATCH_FINISHED",
-                LifecycleError::UnknownSeat => "UNKNOWN_SEAT",
-                LifecycleError::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
-                LifecycleError::StaleDeadline | LifecycleError::Illegal(_) => "REFUSED",
-                LifecycleError::Fault(_) => {
-                    return problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error");
-                }
-            };
-            problem(StatusCode::CONFLICT, code, e.to_string())
-        }
+        HostError::Lifecycle(e) => match e.code() {
+            Some(code @ "INVALID_REASON") => problem(StatusCode::BAD_REQUEST, code, e.to_string()),
+            Some(code) => problem(StatusCode::CONFLICT, code, e.to_string()),
+            None => {
+                tracing::error!(match_id = %match_id, error = %e, "lifecycle operation failed");
+                problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
+            }
+        },
         HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
         e => {
-            tracing::error!(error = %e, "withdraw failed");
+            tracing::error!(match_id = %match_id, error = %e, "lifecycle operation failed");
             problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
         }
     })?;

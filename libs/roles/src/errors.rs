@@ -19,13 +19,11 @@ pub fn to_rpc(e: HostError) -> RpcError {
             CreateError::InvalidConfig(m) => refused("INVALID_CONFIG", m),
             CreateError::Fault(f) => RpcError::Internal(f.0),
         },
-        HostError::Lifecycle(e) => match e {
-            LifecycleError::Finished => refused("MATCH_FINISHED", e.to_string()),
-            LifecycleError::UnknownSeat => refused("UNKNOWN_SEAT", e.to_string()),
-            LifecycleError::AlreadyWithdrawn => refused("ALREADY_WITHDRAWN", e.to_string()),
-            LifecycleError::StaleDeadline => refused("STALE_DEADLINE", e.to_string()),
-            LifecycleError::Illegal(m) => refused("ILLEGAL", m),
-            LifecycleError::Fault(f) => RpcError::Internal(f.0),
+        HostError::Lifecycle(e) => match (e.code(), e) {
+            (_, LifecycleError::Fault(f)) => RpcError::Internal(f.0),
+            (Some(code), LifecycleError::Illegal(m) | LifecycleError::InvalidReason(m)) => refused(code, m),
+            (Some(code), e) => refused(code, e.to_string()),
+            (None, e) => RpcError::Internal(e.to_string()),
         },
     }
 }
@@ -40,12 +38,10 @@ pub fn to_host(e: RpcError) -> HostError {
             "UNKNOWN_GAME" => HostError::Create(CreateError::UnknownGame),
             "INVALID_SEATS" => HostError::Create(CreateError::InvalidSeats(message)),
             "INVALID_CONFIG" => HostError::Create(CreateError::InvalidConfig(message)),
-            "MATCH_FINISHED" => HostError::Lifecycle(LifecycleError::Finished),
-            "UNKNOWN_SEAT" => HostError::Lifecycle(LifecycleError::UnknownSeat),
-            "ALREADY_WITHDRAWN" => HostError::Lifecycle(LifecycleError::AlreadyWithdrawn),
-            "STALE_DEADLINE" => HostError::Lifecycle(LifecycleError::StaleDeadline),
-            "ILLEGAL" => HostError::Lifecycle(LifecycleError::Illegal(message)),
-            _ => HostError::Lifecycle(LifecycleError::Fault(Fault(format!("{code}: {message}")))),
+            _ => HostError::Lifecycle(
+                LifecycleError::from_code(&code, message.clone())
+                    .unwrap_or_else(|| LifecycleError::Fault(Fault(format!("{code}: {message}")))),
+            ),
         },
     }
 }

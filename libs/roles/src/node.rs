@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use juegoland_actors::{Host, Matches};
+use juegoland_core::LifecycleRequest;
 use juegoland_rpc::{RpcError, pb};
 use prometheus::{HistogramVec, IntCounterVec, Registry};
 use tonic::{Request, Response, Status};
@@ -231,7 +232,8 @@ impl pb::node_server::Node for NodeService {
         let (metadata, _, req) = request.into_parts();
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
         self.serve("withdraw", &metadata, match_id, |match_id| async move {
-            self.inner.host.withdraw(match_id, &req.seat).await.map(lifecycle_reply).map_err(to_rpc)
+            let request = LifecycleRequest::Withdraw { seat: req.seat };
+            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
         })
         .await
     }
@@ -243,12 +245,18 @@ impl pb::node_server::Node for NodeService {
         let (metadata, _, req) = request.into_parts();
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
         self.serve("fire_deadline", &metadata, match_id, |match_id| async move {
-            self.inner
-                .host
-                .fire_deadline(match_id, &req.deadline_id, req.generation)
-                .await
-                .map(lifecycle_reply)
-                .map_err(to_rpc)
+            let request = LifecycleRequest::FireDeadline { id: req.deadline_id, generation: req.generation };
+            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
+        })
+        .await
+    }
+
+    async fn cancel(&self, request: Request<pb::CancelRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
+        self.serve("cancel", &metadata, match_id, |match_id| async move {
+            let request = LifecycleRequest::Cancel { reason_code: req.reason_code };
+            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
         })
         .await
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use juegoland_actors::{HostError, Matches, SyncReply};
-use juegoland_core::{GameKey, Registry, SeatHolder};
+use juegoland_core::{GameKey, LifecycleRequest, Registry, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
 use juegoland_rpc::{RpcError, pb};
 use juegoland_telemetry::Context as TraceContext;
@@ -277,6 +277,15 @@ impl Forwarder {
         .await
     }
 
+    async fn cancel_of(&self, parent: Option<TraceContext>, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
+        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
+        self.forward("cancel", match_id, parent, |mut c| {
+            let req = request(req.clone());
+            async move { c.cancel(req).await }
+        })
+        .await
+    }
+
     async fn revision_of(
         &self,
         parent: Option<TraceContext>,
@@ -330,6 +339,7 @@ pub trait Calls: Send + Sync + 'static {
     async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError>;
     async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError>;
     async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError>;
+    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError>;
     async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError>;
 }
 
@@ -355,6 +365,9 @@ impl Calls for Forwarder {
     }
     async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
         self.fire_of(None, req).await
+    }
+    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
+        self.cancel_of(None, req).await
     }
     async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
         self.revision_of(None, req).await
@@ -408,6 +421,9 @@ impl Calls for RouterCalls {
     }
     async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
         Ok(self.client.clone().fire_deadline(request(req)).await?.into_inner())
+    }
+    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
+        Ok(self.client.clone().cancel(request(req)).await?.into_inner())
     }
     async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
         Ok(self.client.clone().revision(request(req)).await?.into_inner())
@@ -469,14 +485,16 @@ impl<C: Calls> Matches for Remote<C> {
         juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
     }
 
-    async fn withdraw(&self, match_id: Uuid, seat: &str) -> Result<u64, HostError> {
-        let req = pb::WithdrawRequest { match_id: match_id.to_string(), seat: seat.to_owned() };
-        Ok(self.0.withdraw(req).await.map_err(to_host)?.revision)
-    }
-
-    async fn fire_deadline(&self, match_id: Uuid, id: &str, generation: u64) -> Result<u64, HostError> {
-        let req = pb::FireDeadlineRequest { match_id: match_id.to_string(), deadline_id: id.to_owned(), generation };
-        Ok(self.0.fire_deadline(req).await.map_err(to_host)?.revision)
+    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError> {
+        let match_id = match_id.to_string();
+        let reply = match request {
+            LifecycleRequest::Withdraw { seat } => self.0.withdraw(pb::WithdrawRequest { match_id, seat }).await,
+            LifecycleRequest::FireDeadline { id, generation } => {
+                self.0.fire_deadline(pb::FireDeadlineRequest { match_id, deadline_id: id, generation }).await
+            }
+            LifecycleRequest::Cancel { reason_code } => self.0.cancel(pb::CancelRequest { match_id, reason_code }).await,
+        };
+        Ok(reply.map_err(to_host)?.revision)
     }
 
     async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
@@ -557,6 +575,10 @@ impl pb::router_server::Router for RouterService {
         request: Request<pb::FireDeadlineRequest>,
     ) -> Result<Response<pb::LifecycleReply>, Status> {
         reply(self.0.fire_of(parent(&request), request.into_inner()).await)
+    }
+
+    async fn cancel(&self, request: Request<pb::CancelRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
+        reply(self.0.cancel_of(parent(&request), request.into_inner()).await)
     }
 
     async fn revision(&self, request: Request<pb::RevisionRequest>) -> Result<Response<pb::RevisionReply>, Status> {

@@ -127,6 +127,10 @@ pub trait ErasedGame: Send + Sync {
     fn participants<'a>(&self, position: &'a LoadedPosition) -> &'a BTreeMap<Seat, Participant>;
     /// A copy of `position` with `seat` marked withdrawn.
     fn with_withdrawn(&self, position: &LoadedPosition, seat: &str) -> LoadedPosition;
+    /// The engine's cancellation of a match (a platform operation the rules never see): the
+    /// same data, a terminal flow, `{kind: "cancelled", reasonCode}` and no events. Pending
+    /// deadlines are the engine's to cancel.
+    fn cancelled(&self, position: &LoadedPosition, reason_code: &str) -> ErasedTransition;
     fn bot_action(
         &self,
         position: &LoadedPosition,
@@ -324,6 +328,18 @@ impl<G: Game> ErasedGame for Module<G> {
 
     fn participants<'a>(&self, p: &'a LoadedPosition) -> &'a BTreeMap<Seat, Participant> {
         &self.pos(p).participants
+    }
+
+    fn cancelled(&self, p: &LoadedPosition, reason_code: &str) -> ErasedTransition {
+        let pos = self.pos(p);
+        let t: Trans<G> = crate::game::Transition {
+            data: pos.data.clone(),
+            flow: pos.flow.terminal(),
+            result: Some(MatchResult::cancelled(reason_code)),
+            events: Vec::new(),
+            deadlines: Vec::new(),
+        };
+        self.finish(pos.config.clone(), pos.participants.clone(), t)
     }
 
     fn with_withdrawn(&self, p: &LoadedPosition, seat: &str) -> LoadedPosition {

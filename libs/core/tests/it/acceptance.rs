@@ -354,3 +354,47 @@ fn several_versions_of_one_game_live_side_by_side() {
     let err = engine.load(unknown).err().expect("an unknown pinned module");
     assert!(err.0.contains("not loaded"), "{err}");
 }
+
+#[test]
+fn cancellation_invents_no_winner_and_stops_offers_and_deadlines() {
+    let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({"target": 1000}), 11);
+    ready_both(&mut h);
+    assert!(h.state().deadlines.contains_key("turn"), "the turn clock is pending");
+    let before = h.state().clone();
+    // A reason code is a short machine key.
+    for bad in ["", "Spaces here", "UPPER", &"x".repeat(65)] {
+        assert!(matches!(
+            h.lifecycle(LifecycleRequest::Cancel { reason_code: bad.to_owned() }),
+            Err(LifecycleError::InvalidReason(_))
+        ));
+    }
+    assert_eq!(h.state(), &before, "refusals change nothing");
+
+    h.lifecycle(LifecycleRequest::Cancel { reason_code: "platform.abandoned".into() }).unwrap();
+    let s = h.state();
+    assert_eq!(s.revision, before.revision + 1, "one revision");
+    assert_eq!(s.position.result, Some(MatchResult::cancelled("platform.abandoned")));
+    assert!(s.position.flow.actors.is_empty(), "no actors: no offers");
+    assert!(s.deadlines.is_empty(), "pending deadlines are cancelled");
+    assert_eq!(s.position.data, before.position.data, "the rules' data is untouched");
+    assert!(
+        matches!(&h.log.last().unwrap().op, juegoland_core::LoggedOp::Cancel { reason_code } if reason_code == "platform.abandoned")
+    );
+    // Every recipient's publication of that revision offers nothing and shows the result.
+    let last: Vec<_> = h.publications.iter().filter(|p| p.revision == s.revision).collect();
+    assert!(!last.is_empty());
+    for p in last {
+        let ServerMessage::Snapshot(snap) = p.snapshot().unwrap() else { panic!("a snapshot") };
+        assert!(snap.actions.is_empty(), "{:?} is offered actions after the cancellation", p.recipient);
+    }
+    // The old clock can no longer fire; nothing else can happen to the match.
+    let g = before.deadlines["turn"].generation;
+    assert_eq!(
+        h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g }),
+        Err(LifecycleError::Finished)
+    );
+    assert_eq!(h.lifecycle(LifecycleRequest::Cancel { reason_code: "again".into() }), Err(LifecycleError::Finished));
+    let roll = h.envelope(Uuid::from_u128(79), Precondition::Match { revision: h.state().revision }, "roll", json!({}));
+    assert_eq!(h.run("ann", &roll).ack().status, AckStatus::Rejected);
+    h.replay().expect("a cancelled match replays");
+}

@@ -32,6 +32,7 @@ enum Op {
     Withdraw {
         seat: u8,
     },
+    Cancel,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -41,6 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0u8..7).prop_map(|(index, column)| Op::Reuse { index, column }),
         1 => (0u8..2).prop_map(|who| Op::BadPayload { who }),
         1 => (0u8..2).prop_map(|seat| Op::Withdraw { seat }),
+        1 => Just(Op::Cancel),
     ]
 }
 
@@ -100,6 +102,9 @@ proptest! {
                 }
                 Op::Withdraw { seat } => {
                     accepted_change = h.lifecycle(LifecycleRequest::Withdraw { seat: format!("p{seat}") }).is_ok();
+                }
+                Op::Cancel => {
+                    accepted_change = h.lifecycle(LifecycleRequest::Cancel { reason_code: "test".into() }).is_ok();
                 }
                 Op::Retry { .. } | Op::Reuse { .. } => {}
             }

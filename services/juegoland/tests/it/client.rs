@@ -83,20 +83,7 @@ impl Server {
 
     /// One HTTP request; returns (status, JSON body).
     pub async fn http(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut s = TcpStream::connect(self.addr).await.expect("connect");
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        );
-        s.write_all(req.as_bytes()).await.expect("write");
-        let mut raw = Vec::new();
-        s.read_to_end(&mut raw).await.expect("read");
-        let text = String::from_utf8(raw).expect("utf-8 response");
-        let (head, body) = text.split_once("\r\n\r\n").expect("response head");
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
-        (status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())))
+        http(&self.addr.to_string(), method, path, body).await
     }
 
     pub async fn token(&self, principal: &str) -> String {
@@ -277,6 +264,23 @@ pub fn command(match_id: &str, command_id: &str, revision: u64, column: u64) -> 
         "precondition": { "kind": "match", "revision": revision },
         "action": { "type": "drop", "payload": { "column": column } }
     })
+}
+
+/// One HTTP/1.1 request to `addr` (`host:port`); returns (status, JSON body).
+pub async fn http(addr: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.expect("read");
+    let text = String::from_utf8(raw).expect("utf-8 response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("response head");
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
+    (status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())))
 }
 
 pub fn uuid() -> String {

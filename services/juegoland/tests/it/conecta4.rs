@@ -299,6 +299,32 @@ async fn platform_withdrawal_ends_the_match_for_the_leaver() {
 }
 
 #[tokio::test]
+async fn platform_cancellation_ends_the_match_with_no_winner() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let mut bob = server.connect("bob").await;
+    bob.sync(&m, "b").await;
+    let cancel = format!("/v1/matches/{m}/cancellation");
+    for (body, status, code) in
+        [(json!({"reasonCode": "Not A Code"}), 400, "INVALID_REASON"), (json!({"reason": "x"}), 400, "INVALID_REQUEST")]
+    {
+        let (s, resp) = server.http("POST", &cancel, Some(body)).await;
+        assert_eq!((s, resp["code"].as_str()), (status, Some(code)), "{resp}");
+    }
+    let (status, _) =
+        server.http("POST", &format!("/v1/matches/{}/cancellation", uuid()), Some(json!({"reasonCode": "x"}))).await;
+    assert_eq!(status, 404);
+    let (status, body) = server.http("POST", &cancel, Some(json!({"reasonCode": "platform.abandoned"}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["revision"], 1);
+    let (snap, _) = bob.recv_type("game.snapshot").await;
+    assert_eq!(snap["result"], json!({"kind": "cancelled", "reasonCode": "platform.abandoned"}));
+    assert_eq!(snap["actions"], json!([]));
+    let (status, body) = server.http("POST", &cancel, Some(json!({"reasonCode": "again"}))).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("MATCH_FINISHED")), "{body}");
+}
+
+#[tokio::test]
 async fn catalog_and_create_validation() {
     let server = Server::start(&[]);
     let (status, games) = server.http("GET", "/v1/games", None).await;

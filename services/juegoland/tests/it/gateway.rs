@@ -5,7 +5,7 @@
 use juegoland_edge::Tokens;
 use serde_json::json;
 
-use crate::client::{Client, uuid};
+use crate::client::{Client, http, uuid};
 use crate::harness::{Cluster, Seen, audit, create};
 use juegoland_testkit::PrivateRedis;
 
@@ -83,6 +83,48 @@ async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
     let final_sync = alice.sync(&m, "r-end").await;
     assert_eq!(final_sync["revision"], 7);
     assert_ne!(final_sync["result"], json!(null), "the match is over: {final_sync}");
+    drop(gateway);
+    cluster.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_withdraw_and_cancel_through_a_router_reach_the_players() {
+    let secret = "gateway-lifecycle-secret";
+    let started = Cluster::start_with_gateway("lifecycle", 2, secret, &Cluster::shared_redis()).await;
+    let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
+    let router = cluster.routers[1].http.trim_start_matches("http://").to_owned();
+    // Refusals cross node → router → HTTP with their codes.
+    let withdraw = format!("/v1/matches/{m}/withdrawals");
+    let (status, body) = http(&router, "POST", &withdraw, Some(json!({"seat": "p7"}))).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("UNKNOWN_SEAT")), "{body}");
+    let cancel = format!("/v1/matches/{m}/cancellation");
+    let (status, body) = http(&router, "POST", &cancel, Some(json!({"reasonCode": "No"}))).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("INVALID_REASON")), "{body}");
+    let (status, body) =
+        http(&router, "POST", &format!("/v1/matches/{}/cancellation", uuid()), Some(json!({"reasonCode": "x"}))).await;
+    assert_eq!((status, body["code"].as_str()), (404, Some("MATCH_NOT_FOUND")), "{body}");
+
+    let (status, body) = http(&router, "POST", &cancel, Some(json!({"reasonCode": "platform.abandoned"}))).await;
+    assert_eq!((status, &body["revision"]), (200, &json!(1)), "{body}");
+    for who in [&mut alice, &mut bob] {
+        let (live, _) = who.recv_type("game.snapshot").await;
+        assert_eq!(live["revision"], 1, "{live}");
+        assert_eq!(live["result"], json!({"kind": "cancelled", "reasonCode": "platform.abandoned"}));
+        assert_eq!(live["actions"], json!([]));
+    }
+    let (status, body) = http(&router, "POST", &withdraw, Some(json!({"seat": "p0"}))).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("MATCH_FINISHED")), "{body}");
+
+    // Stored: one revision logged as a cancellation, and the match replays.
+    use juegoland_store::Store;
+    let store = cluster.store().await;
+    let match_id = m.parse().unwrap();
+    let log = store.log(match_id).await.unwrap();
+    assert!(
+        matches!(&log.last().unwrap().op, juegoland_core::LoggedOp::Cancel { reason_code } if reason_code == "platform.abandoned")
+    );
+    let state = store.load(match_id).await.unwrap().expect("stored");
+    juegoland_core::replay(&juegoland_catalog::registry().unwrap(), &state, &log).expect("replays");
     drop(gateway);
     cluster.stop().await;
 }
