@@ -194,6 +194,7 @@ impl Host {
         let _ = shared.supervisor.set(supervisor);
         let host = Host { shared };
         host.spawn_sweeper();
+        host.spawn_idle_ticker();
         Ok(host)
     }
 
@@ -334,6 +335,27 @@ impl Host {
         result
     }
 
+    /// One ticker for every actor's idle check (a timer per actor would cost each one its
+    /// own task).
+    fn spawn_idle_ticker(&self) {
+        let weak = Arc::downgrade(&self.shared);
+        let period = (self.shared.config.idle_passivation / 4).max(Duration::from_millis(50));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                let actors: Vec<ActorRef<MatchMsg>> =
+                    shared.slots.lock().values().filter_map(|slot| slot.get().cloned()).collect();
+                drop(shared);
+                for actor in actors {
+                    let _ = actor.cast(MatchMsg::IdleCheck);
+                }
+            }
+        });
+    }
+
     fn spawn_sweeper(&self) {
         let weak = Arc::downgrade(&self.shared);
         let interval = self.shared.config.sweep_interval;
@@ -451,7 +473,6 @@ struct MatchActor {
 
 pub struct MatchActorState {
     live: LiveMatch,
-    entropy: OsEntropy,
     last_activity: Instant,
     /// The revision a bot move is being computed for, if any.
     bot_pending: Option<u64>,
@@ -468,19 +489,10 @@ impl Actor for MatchActor {
     type Arguments = LiveMatch;
 
     async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
-        Ok(MatchActorState {
-            live,
-            entropy: OsEntropy::new(),
-            last_activity: Instant::now(),
-            bot_pending: None,
-            bot_idle: None,
-            fault: None,
-        })
+        Ok(MatchActorState { live, last_activity: Instant::now(), bot_pending: None, bot_idle: None, fault: None })
     }
 
     async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
-        let period = (self.shared.config.idle_passivation / 4).max(Duration::from_millis(50));
-        myself.send_interval(period, || MatchMsg::IdleCheck);
         self.maybe_bot(&myself, state);
         Ok(())
     }
@@ -490,6 +502,19 @@ impl Actor for MatchActor {
         myself: ActorRef<MatchMsg>,
         msg: MatchMsg,
         state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Boxed: ractor keeps the handler's future inline in each actor's task for the
+        // actor's whole life, and this one (store, engine, bus calls) is kilobytes.
+        Box::pin(self.handle_msg(myself, msg, state)).await
+    }
+}
+
+impl MatchActor {
+    async fn handle_msg(
+        &self,
+        myself: ActorRef<MatchMsg>,
+        msg: MatchMsg,
+        state: &mut MatchActorState,
     ) -> Result<(), ActorProcessingErr> {
         if !matches!(msg, MatchMsg::IdleCheck) {
             state.last_activity = Instant::now();
@@ -543,9 +568,7 @@ impl Actor for MatchActor {
             None => Ok(()),
         }
     }
-}
 
-impl MatchActor {
     fn error(&self, code: ErrorCode, match_id: Uuid, command_id: Option<Uuid>) -> ServerMessage {
         let mut e = ErrorMessage::new(code);
         e.match_id = Some(match_id);
@@ -575,7 +598,7 @@ impl MatchActor {
         };
         let decided = Instant::now();
         let decision =
-            self.shared.engine.command(&state.live, principal, envelope, existing, now_ms(), &mut state.entropy);
+            self.shared.engine.command(&state.live, principal, envelope, existing, now_ms(), &mut OsEntropy::new());
         m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
         let answer = match decision {
             Decision::Duplicate(receipt) => {
@@ -722,7 +745,7 @@ impl MatchActor {
         request: &LifecycleRequest,
     ) -> Result<u64, HostError> {
         let pending =
-            self.shared.engine.lifecycle(&state.live, request, now_ms(), &mut state.entropy).map_err(|e| {
+            self.shared.engine.lifecycle(&state.live, request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
                 if let LifecycleError::Fault(f) = &e {
                     state.fault = Some(f.to_string());
                 }

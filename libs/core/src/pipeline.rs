@@ -9,7 +9,7 @@ use std::sync::Arc;
 use juegoland_protocol::{CommandEnvelope, Precondition, RejectionCode};
 use juegoland_sdk::{
     ConflictPolicy, DeadlineOp, EntropySource, ErasedTransition, Flow, Lifecycle, LoadedPosition, MatchResult,
-    Participant, Participation, Randomness, Recipient, RuleError, Seat, Services, Trace, seat_ids,
+    Participant, Participation, Randomness, RawJson, Recipient, RuleError, Seat, Services, Trace, seat_ids,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -65,11 +65,18 @@ pub enum Decision {
 /// A lifecycle operation the platform or the scheduler asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LifecycleRequest {
-    Withdraw { seat: Seat },
-    FireDeadline { id: String, generation: u64 },
+    Withdraw {
+        seat: Seat,
+    },
+    FireDeadline {
+        id: String,
+        generation: u64,
+    },
     /// Cancels the match: `{kind: "cancelled", reasonCode}`, no winners, every pending
     /// deadline cancelled. The rules are not consulted.
-    Cancel { reason_code: String },
+    Cancel {
+        reason_code: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -675,11 +682,11 @@ fn check_transition(
     }
 }
 
-fn check_data(game: &LoadedGame, data: &Value, limits: &Limits) -> Result<(), Fault> {
-    if !game.data.is_valid(data) {
+fn check_data(game: &LoadedGame, data: &RawJson, limits: &Limits) -> Result<(), Fault> {
+    if !game.data.is_valid(&data.to_value()) {
         return Err(Fault(format!("{} produced data that fails its data schema", game.descriptor().id)));
     }
-    let size = crate::project::json_size(data);
+    let size = data.get().len();
     if size > limits.max_data_bytes {
         return Err(Fault(format!("match data is {size} bytes, over the {} limit", limits.max_data_bytes)));
     }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::game::{Corrupt, DeadlineOp, Descriptor, Game, Lifecycle, Offer, Pos, Recipient, RuleError, Setup, Trans};
-use crate::position::{Flow, JsonPosition, MatchResult, Participant, Position, Seat};
+use crate::position::{Flow, JsonPosition, MatchResult, Participant, Position, RawJson, Seat};
 use crate::random::{EntropySource, Services};
 
 /// The JSON Schemas (2020-12) of a game's types, generated from its Rust types.
@@ -198,9 +198,9 @@ impl<G: Game> ErasedGame for Module<G> {
 
     fn decode_position(&self, p: &JsonPosition) -> Result<LoadedPosition, DecodeError> {
         let typed: Pos<G> = Position {
-            config: json("config", p.config.clone())?,
+            config: p.config.decode().map_err(|source| DecodeError::Json { what: "config", source })?,
             participants: p.participants.clone(),
-            data: json("data", p.data.clone())?,
+            data: p.data.decode().map_err(|source| DecodeError::Json { what: "data", source })?,
             flow: p.flow.clone(),
             result: p.result.clone(),
         };
@@ -210,9 +210,9 @@ impl<G: Game> ErasedGame for Module<G> {
     fn encode_position(&self, p: &LoadedPosition) -> Result<JsonPosition, DecodeError> {
         let p = p.0.downcast_ref::<Pos<G>>().ok_or(DecodeError::WrongGame)?;
         Ok(Position {
-            config: to_json("config", &p.config)?,
+            config: RawJson::encode(&p.config).map_err(|source| DecodeError::Json { what: "config", source })?,
             participants: p.participants.clone(),
-            data: to_json("data", &p.data)?,
+            data: RawJson::encode(&p.data).map_err(|source| DecodeError::Json { what: "data", source })?,
             flow: p.flow.clone(),
             result: p.result.clone(),
         })

@@ -25,7 +25,7 @@ pub use game::{
     Projection, Recipient, RuleError, Setup, StageSpec, Trans, Transition,
 };
 pub use position::{
-    Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, Seat,
+    Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, RawJson, Seat,
     seat_ids,
 };
 pub use random::{

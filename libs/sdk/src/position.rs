@@ -144,5 +144,57 @@ impl<C, D> Position<C, D> {
     }
 }
 
-/// The JSON (persisted) form of a position.
-pub type JsonPosition = Position<serde_json::Value, serde_json::Value>;
+/// The JSON (persisted) form of a position: config and data as JSON text.
+pub type JsonPosition = Position<RawJson, RawJson>;
+
+/// A JSON value kept as its text. A live match holds its persisted position in this form: a
+/// fraction of the memory of a `serde_json::Value` tree (whose every object is a B-tree
+/// node), and written to the store verbatim. Equality is JSON equality (key order and
+/// whitespace do not count), since a store may hand the text back reformatted.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RawJson(Box<serde_json::value::RawValue>);
+
+impl RawJson {
+    /// The compact text of `value`.
+    pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(Self)
+    }
+
+    /// Decodes the text into `T`.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The value as a `serde_json::Value` tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        self.decode().expect("a RawJson holds valid JSON")
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<&serde_json::Value> for RawJson {
+    fn from(value: &serde_json::Value) -> Self {
+        Self::encode(value).expect("a Value always serializes")
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get() || self.to_value() == other.to_value()
+    }
+}
+
+impl JsonSchema for RawJson {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RawJson".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        serde_json::Value::json_schema(generator)
+    }
+}

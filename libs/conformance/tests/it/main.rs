@@ -45,7 +45,7 @@ fn a_public_game_passes_and_its_playouts_finish() {
 struct LastMoveSecret;
 impl PrivacyOracle for LastMoveSecret {
     fn forbidden(&self, p: &JsonPosition, _: &str) -> Vec<Pattern> {
-        match p.data.get("lastMove") {
+        match p.data.to_value().get("lastMove") {
             Some(m) if !m.is_null() => vec![Pattern::object(json!({"row": m["row"], "column": m["column"]}))],
             _ => vec![],
         }
@@ -69,16 +69,17 @@ impl PrivacyOracle for GridSecret {
     fn scramble(&self, p: &JsonPosition, _: &str, _: &mut dyn EntropySource) -> Option<JsonPosition> {
         // Mirror the board left to right: still a valid position, visibly different once a
         // disc is off-centre.
-        let mut q = p.clone();
-        let grid = q.data["grid"].as_array_mut()?;
+        let mut data = p.data.to_value();
+        let grid = data["grid"].as_array_mut()?;
         for row in grid.iter_mut() {
             row.as_array_mut()?.reverse();
         }
-        if let Some(m) = q.data.get_mut("lastMove").filter(|m| !m.is_null()) {
+        if let Some(m) = data.get_mut("lastMove").filter(|m| !m.is_null()) {
             let c = m["column"].as_u64()?;
             m["column"] = json!(6 - c);
         }
-        q.data["line"] = serde_json::Value::Null;
+        data["line"] = serde_json::Value::Null;
+        let q = JsonPosition { data: (&data).into(), ..p.clone() };
         (q != *p && p.result.is_none()).then_some(q)
     }
 }

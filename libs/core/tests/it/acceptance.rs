@@ -255,7 +255,9 @@ fn match_replay_from_the_pinned_module_and_trace() {
     assert!(juegoland_core::replay(&h.engine.registry, h.state(), &tampered).is_err());
     // A tampered stored state is reported as a difference.
     let mut state = h.state().clone();
-    state.position.data["rolls"] = json!([]);
+    let mut data = state.position.data.to_value();
+    data["rolls"] = json!([]);
+    state.position.data = (&data).into();
     assert!(juegoland_core::replay(&h.engine.registry, &state, &h.log).is_err());
 }
 

@@ -138,7 +138,7 @@ fn rejected(o: &ReceiptOutcome) -> RejectionCode {
 }
 
 fn fleet_of(m: &Match, seat: usize) -> Value {
-    m.position().data["players"][seat]["fleet"].clone()
+    m.position().data.to_value()["players"][seat]["fleet"].clone()
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn independent_placement_then_the_battle_barrier() {
     let revision = m.state().revision;
     let shot = m.envelope(Precondition::Match { revision }, "fire", json!({"row": 5, "column": 5}));
     assert_eq!(applied(&m.run("p0", &shot)), revision + 1);
-    assert_eq!(m.position().data["shots"][0]["outcome"], "hit");
+    assert_eq!(m.position().data.to_value()["shots"][0]["outcome"], "hit");
     let old = m.envelope(Precondition::Match { revision }, "fire", json!({"row": 1, "column": 1}));
     assert_eq!(rejected(&m.run("p1", &old)), RejectionCode::StaleRevision);
     m.replay();

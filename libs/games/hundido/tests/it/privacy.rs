@@ -20,9 +20,9 @@ pub struct Oracle;
 
 fn typed(position: &JsonPosition) -> Pos<Hundido> {
     Position {
-        config: serde_json::from_value(position.config.clone()).expect("a hundido config"),
+        config: position.config.decode().expect("a hundido config"),
         participants: position.participants.clone(),
-        data: serde_json::from_value(position.data.clone()).expect("hundido data"),
+        data: position.data.decode().expect("hundido data"),
         flow: position.flow.clone(),
         result: position.result.clone(),
     }
@@ -92,7 +92,7 @@ impl PrivacyOracle for Oracle {
         data.players[me.other().index()].fleet = relocated;
         let scrambled = Position { data, ..p };
         Hundido.validate_position(&scrambled).expect("a scrambled position is valid");
-        Some(JsonPosition { data: serde_json::to_value(&scrambled.data).unwrap(), ..position.clone() })
+        Some(JsonPosition { data: juegoland_sdk::RawJson::encode(&scrambled.data).unwrap(), ..position.clone() })
     }
 
     fn propose(
@@ -165,15 +165,15 @@ fn the_oracle_catches_a_leaky_projection() {
         p
     };
     let json = JsonPosition {
-        config: serde_json::to_value(&p.config).unwrap(),
+        config: juegoland_sdk::RawJson::encode(&p.config).unwrap(),
         participants: p.participants.clone(),
-        data: serde_json::to_value(&p.data).unwrap(),
+        data: juegoland_sdk::RawJson::encode(&p.data).unwrap(),
         flow: p.flow.clone(),
         result: None,
     };
     let scrambled = Oracle.scramble(&json, "p0", &mut juegoland_sdk::SplitMix64(1)).unwrap();
-    assert_ne!(scrambled.data["players"][1], json.data["players"][1], "the rival fleet moved");
-    assert_eq!(scrambled.data["players"][0], json.data["players"][0], "the recipient's fleet stays");
+    assert_ne!(scrambled.data.to_value()["players"][1], json.data.to_value()["players"][1], "the rival fleet moved");
+    assert_eq!(scrambled.data.to_value()["players"][0], json.data.to_value()["players"][0], "the recipient's fleet stays");
     let own = typed(&scrambled);
     let leaky = serde_json::to_string(&own.data.players[1].fleet).unwrap();
     assert_ne!(leaky, serde_json::to_string(&p.data.players[1].fleet).unwrap());

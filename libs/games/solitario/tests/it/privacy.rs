@@ -23,7 +23,7 @@ const SUBSTRINGS_OF_PROTOCOL_CODES: [&str; 2] = ["AC", "AD"];
 struct Oracle;
 
 fn data(position: &JsonPosition) -> Data {
-    serde_json::from_value(position.data.clone()).expect("a Solitario position")
+    position.data.decode().expect("a Solitario position")
 }
 
 /// The hidden cards, in a fixed order: the stock, then each column's face-down cards.
@@ -78,7 +78,7 @@ impl PrivacyOracle for Oracle {
         let mut json = serde_json::to_value(&data).unwrap();
         rename_ids(&mut json, &rename);
         let scrambled: Data = serde_json::from_value(json).unwrap();
-        Some(Position { data: serde_json::to_value(scrambled).unwrap(), ..position.clone() })
+        Some(Position { data: juegoland_sdk::RawJson::encode(&scrambled).unwrap(), ..position.clone() })
     }
 
     fn propose(
@@ -89,7 +89,7 @@ impl PrivacyOracle for Oracle {
         entropy: &mut dyn EntropySource,
     ) -> Option<(String, Value)> {
         let typed = juegoland_sdk::Position {
-            config: serde_json::from_value(position.config.clone()).ok()?,
+            config: position.config.decode().ok()?,
             participants: position.participants.clone(),
             data: data(position),
             flow: position.flow.clone(),
@@ -159,9 +159,9 @@ fn the_oracle_sees_the_hidden_cards_of_a_fresh_deal() {
     let data = t.data;
     assert_eq!(hidden(&data).len(), 52 - 7);
     let position = JsonPosition {
-        config: json!({}),
+        config: (&json!({})).into(),
         participants,
-        data: serde_json::to_value(&data).unwrap(),
+        data: juegoland_sdk::RawJson::encode(&data).unwrap(),
         flow: t.flow,
         result: None,
     };
@@ -172,7 +172,7 @@ fn the_oracle_sees_the_hidden_cards_of_a_fresh_deal() {
     let typed = |p: &JsonPosition| juegoland_sdk::Position {
         config: juegoland_solitario::Config {},
         participants: p.participants.clone(),
-        data: serde_json::from_value::<Data>(p.data.clone()).unwrap(),
+        data: p.data.decode::<Data>().unwrap(),
         flow: p.flow.clone(),
         result: None,
     };
