@@ -68,7 +68,8 @@ fn main() {
         }
         tasks.join_all().await;
         let elapsed = started.elapsed();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Quiet matches are kept as text after `cool_after`.
+        tokio::time::sleep(HostConfig::default().cool_after + Duration::from_secs(1)).await;
         let (bytes1, rss1) = (dhat::HeapStats::get().curr_bytes, rss_bytes());
         assert_eq!(host.active_actors(), n + 200, "every created match has an active actor");
 

@@ -36,6 +36,8 @@ pub struct HostConfig {
     pub call_timeout: Duration,
     /// How often undispatched outbox rows are swept to the bus.
     pub sweep_interval: Duration,
+    /// A match quiet for this long is kept as compact JSON text until its next message.
+    pub cool_after: Duration,
     /// Fault injection for crash tests: abort the process right after the N-th successful
     /// commit of a match actor, before answering or publishing. Never set in production.
     pub crash_after_commits: Option<u64>,
@@ -51,6 +53,7 @@ impl Default for HostConfig {
             idle_passivation: Duration::from_secs(300),
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
+            cool_after: Duration::from_secs(1),
             crash_after_commits: None,
             lose_publications_of_revision: None,
         }
@@ -134,6 +137,8 @@ pub enum MatchMsg {
         decided: Option<(String, Value)>,
     },
     IdleCheck,
+    /// Keep the match as compact text if it stayed quiet for `HostConfig::cool_after`.
+    Cool,
     /// The committed state, for tests and admin reads.
     Inspect {
         reply: RpcReplyPort<MatchState>,
@@ -472,7 +477,13 @@ struct MatchActor {
 }
 
 pub struct MatchActorState {
-    live: LiveMatch,
+    /// The match while in use (every message but the timers' warms it first).
+    hot: Option<LiveMatch>,
+    /// The match while quiet: its committed state as compact JSON text, a fraction of the
+    /// decoded form's memory (most active matches are between moves most of the time).
+    cold: Option<Box<str>>,
+    /// A `Cool` message is scheduled.
+    cool_scheduled: bool,
     last_activity: Instant,
     /// The revision a bot move is being computed for, if any.
     bot_pending: Option<u64>,
@@ -483,17 +494,53 @@ pub struct MatchActorState {
     fault: Option<String>,
 }
 
+impl MatchActorState {
+    fn live(&self) -> &LiveMatch {
+        self.hot.as_ref().expect("every message but the timers' warms the match first")
+    }
+
+    fn live_mut(&mut self) -> &mut LiveMatch {
+        self.hot.as_mut().expect("every message but the timers' warms the match first")
+    }
+
+    /// Decodes a quiet match back into its live form; true if it was quiet.
+    fn warm(&mut self, engine: &Engine) -> Result<bool, String> {
+        let Some(text) = self.cold.take() else { return Ok(false) };
+        let state: MatchState = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        self.hot = Some(engine.load(state).map_err(|f| f.0)?);
+        Ok(true)
+    }
+
+    /// Keeps a quiet match as the JSON text of its committed state.
+    fn cool(&mut self) -> Result<(), serde_json::Error> {
+        if let Some(live) = &self.hot {
+            self.cold = Some(serde_json::to_string(live.state())?.into_boxed_str());
+            self.hot = None;
+        }
+        Ok(())
+    }
+}
+
 impl Actor for MatchActor {
     type Msg = MatchMsg;
     type State = MatchActorState;
     type Arguments = LiveMatch;
 
     async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
-        Ok(MatchActorState { live, last_activity: Instant::now(), bot_pending: None, bot_idle: None, fault: None })
+        Ok(MatchActorState {
+            hot: Some(live),
+            cold: None,
+            cool_scheduled: false,
+            last_activity: Instant::now(),
+            bot_pending: None,
+            bot_idle: None,
+            fault: None,
+        })
     }
 
     async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
         self.maybe_bot(&myself, state);
+        self.schedule_cool(&myself, state);
         Ok(())
     }
 
@@ -510,14 +557,27 @@ impl Actor for MatchActor {
 }
 
 impl MatchActor {
+    /// A live match gets a `Cool` check after `cool_after` (one pending at a time).
+    fn schedule_cool(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
+        if state.hot.is_some() && !state.cool_scheduled {
+            state.cool_scheduled = true;
+            myself.send_after(self.shared.config.cool_after, || MatchMsg::Cool);
+        }
+    }
+
     async fn handle_msg(
         &self,
         myself: ActorRef<MatchMsg>,
         msg: MatchMsg,
         state: &mut MatchActorState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(msg, MatchMsg::IdleCheck) {
+        if !matches!(msg, MatchMsg::IdleCheck | MatchMsg::Cool) {
             state.last_activity = Instant::now();
+            match state.warm(&self.shared.engine) {
+                Ok(true) => self.shared.metrics.actor_events.with_label_values(&["warmed"]).inc(),
+                Ok(false) => {}
+                Err(fault) => return Err(format!("reload a quiet match: {fault}").into()),
+            }
         }
         match msg {
             MatchMsg::Command { principal, envelope, reply } => {
@@ -536,18 +596,27 @@ impl MatchActor {
             }
             MatchMsg::BotMove { seat, revision, decided } => {
                 state.bot_pending = None;
-                let current = revision == state.live.state().revision;
+                let current = revision == state.live().state().revision;
                 match decided {
                     Some((action_type, payload)) if current => {
                         self.bot_move(&myself, state, &seat, action_type, payload).await;
                     }
                     Some(_) => {}
                     None => {
-                        warn!(match_id = %state.live.state().match_id, seat, revision, "bot had no move");
+                        warn!(match_id = %state.live().state().match_id, seat, revision, "bot had no move");
                         state.bot_idle = Some(revision);
                     }
                 }
                 self.maybe_bot(&myself, state);
+            }
+            MatchMsg::Cool => {
+                state.cool_scheduled = false;
+                if state.last_activity.elapsed() >= self.shared.config.cool_after && state.bot_pending.is_none() {
+                    if let Err(e) = state.cool() {
+                        return Err(format!("store a quiet match as text: {e}").into());
+                    }
+                    self.shared.metrics.actor_events.with_label_values(&["cooled"]).inc();
+                }
             }
             MatchMsg::IdleCheck => {
                 if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
@@ -555,12 +624,13 @@ impl MatchActor {
                 }
             }
             MatchMsg::Inspect { reply } => {
-                let _ = reply.send(state.live.state().clone());
+                let _ = reply.send(state.live().state().clone());
             }
             MatchMsg::Revision { reply } => {
-                let _ = reply.send(state.live.state().revision);
+                let _ = reply.send(state.live().state().revision);
             }
         }
+        self.schedule_cool(&myself, state);
         match state.fault.take() {
             // Failing hands the actor to its supervisor: this match alone restarts, from its
             // last commit, on its next use.
@@ -585,7 +655,7 @@ impl MatchActor {
     ) -> ServerMessage {
         let started = Instant::now();
         let m = &self.shared.metrics;
-        let match_id = state.live.state().match_id;
+        let match_id = state.live().state().match_id;
         let command_id = Some(envelope.command_id);
         let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id: envelope.command_id };
         let existing = match self.shared.store.receipt(&key).await {
@@ -598,7 +668,7 @@ impl MatchActor {
         };
         let decided = Instant::now();
         let decision =
-            self.shared.engine.command(&state.live, principal, envelope, existing, now_ms(), &mut OsEntropy::new());
+            self.shared.engine.command(state.live(), principal, envelope, existing, now_ms(), &mut OsEntropy::new());
         m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
         let answer = match decision {
             Decision::Duplicate(receipt) => {
@@ -672,7 +742,7 @@ impl MatchActor {
             }
             Err(e) => return Err(e.into()),
         }
-        let commit = state.live.advance(pending);
+        let commit = state.live_mut().advance(pending);
         if let Some(revision) = commit.state.as_ref().map(|s| s.revision)
             && !commit.publications.is_empty()
         {
@@ -701,20 +771,20 @@ impl MatchActor {
     }
 
     fn sync(&self, state: &MatchActorState, principal: &str) -> Result<SyncReply, ErrorMessage> {
-        let s = state.live.state();
+        let s = state.live().state();
         let forbidden = || {
             let mut e = ErrorMessage::new(ErrorCode::Forbidden);
             e.match_id = Some(s.match_id);
             e
         };
         let seat = s.seat_of(principal).ok_or_else(forbidden)?;
-        let snapshot = state.live.snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
+        let snapshot = state.live().snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
             error!(match_id = %s.match_id, fault = %f, "snapshot failed");
             let mut e = ErrorMessage::new(ErrorCode::Internal);
             e.match_id = Some(s.match_id);
             e
         })?;
-        let d = state.live.game().descriptor();
+        let d = state.live().game().descriptor();
         Ok(SyncReply {
             seat: seat.to_owned(),
             revision: s.revision,
@@ -726,8 +796,8 @@ impl MatchActor {
     }
 
     async fn command_status(&self, state: &MatchActorState, principal: &str, command_id: Uuid) -> ServerMessage {
-        let match_id = state.live.state().match_id;
-        if state.live.state().seat_of(principal).is_none() {
+        let match_id = state.live().state().match_id;
+        if state.live().state().seat_of(principal).is_none() {
             return self.error(ErrorCode::Forbidden, match_id, Some(command_id));
         }
         let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id };
@@ -745,7 +815,7 @@ impl MatchActor {
         request: &LifecycleRequest,
     ) -> Result<u64, HostError> {
         let pending =
-            self.shared.engine.lifecycle(&state.live, request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
+            self.shared.engine.lifecycle(state.live(), request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
                 if let LifecycleError::Fault(f) = &e {
                     state.fault = Some(f.to_string());
                 }
@@ -757,12 +827,12 @@ impl MatchActor {
 
     /// Starts computing a bot seat's move off the actor, if a bot is to act.
     fn maybe_bot(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
-        let s = state.live.state();
+        let s = state.live().state();
         if state.bot_pending.is_some() || s.is_finished() || state.bot_idle == Some(s.revision) {
             return;
         }
         // A bot seat whose stage allows some action (a seat waiting for others has none).
-        let d = state.live.game().descriptor();
+        let d = state.live().game().descriptor();
         let phase = d.phase(&s.position.flow.phase);
         let can_act =
             |stage: &str| phase.is_some_and(|p| p.stages.iter().any(|st| st.id == stage && !st.actions.is_empty()));
@@ -773,9 +843,9 @@ impl MatchActor {
             return;
         };
         let revision = s.revision;
-        state.bot_pending = Some(revision);
-        let game = state.live.game().clone();
+        let game = state.live().game().clone();
         let position = s.position.clone();
+        state.bot_pending = Some(revision);
         let myself = myself.clone();
         tokio::task::spawn_blocking(move || {
             let decided = game
@@ -796,8 +866,8 @@ impl MatchActor {
         action_type: String,
         payload: Value,
     ) {
-        let s = state.live.state();
-        let policy = state.live.game().descriptor().action(&action_type).map(|a| a.policy);
+        let s = state.live().state();
+        let policy = state.live().game().descriptor().action(&action_type).map(|a| a.policy);
         let precondition = match policy {
             Some(ConflictPolicy::Actor) => Precondition::Actor {
                 phase_epoch: s.phase_epoch,

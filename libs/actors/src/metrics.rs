@@ -10,7 +10,8 @@ pub struct Metrics {
     /// Seconds per command by stage: decide (rules and projections), commit, total.
     pub command_seconds: HistogramVec,
     pub active_actors: IntGauge,
-    /// Actor lifecycle: activation, passivation, failure (a panic or real fault).
+    /// Actor lifecycle: activation, passivation, failure (a panic or real fault), and a quiet
+    /// match cooled to compact text or warmed back for a message.
     pub actor_events: IntCounterVec,
     /// Outbox dispatch results: ok, failed, swept.
     pub dispatch: IntCounterVec,

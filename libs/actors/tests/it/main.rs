@@ -20,6 +20,10 @@ mod pg;
 mod supervision;
 
 async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
+    host_with(HostConfig { idle_passivation: idle, ..Default::default() }).await
+}
+
+async fn host_with(config: HostConfig) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
     registry.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).unwrap();
@@ -30,7 +34,7 @@ async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) 
         store.clone(),
         Arc::new(LocalBus::default()),
         Metrics::new(&prom).unwrap(),
-        HostConfig { idle_passivation: idle, ..Default::default() },
+        config,
     )
     .await
     .unwrap();
@@ -84,6 +88,45 @@ async fn idle_actors_passivate_and_reactivate_from_the_last_commit() {
     // A retry after re-activation still finds its receipt.
     let dup = host.command("alice", drop_cmd(m, 0, 3)).await.unwrap();
     assert!(matches!(dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(1)));
+}
+
+fn actor_events(prom: &prometheus::Registry, event: &str) -> u64 {
+    prom.gather()
+        .iter()
+        .filter(|f| f.name() == "juegoland_actor_events_total")
+        .flat_map(|f| f.get_metric())
+        .filter(|m| m.get_label().iter().any(|l| l.value() == event))
+        .map(|m| m.get_counter().get_value() as u64)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_quiet_match_is_kept_as_text_and_plays_on_with_its_bot() {
+    let cool_after = Duration::from_millis(100);
+    let (host, store, prom) = host_with(HostConfig { cool_after, ..Default::default() }).await;
+    let m = host.create_match(&key(), seats(SeatHolder::Bot("default".into())), &json!({})).await.unwrap();
+    for turn in 0..3u64 {
+        // Quiet long enough to be kept as text, then a move warms it: same actor, same match.
+        tokio::time::sleep(cool_after * 4).await;
+        assert!(actor_events(&prom, "cooled") > turn, "cooled after each quiet spell");
+        let revision = host.revision(m).await.unwrap();
+        assert_eq!(revision, turn * 2, "the bot answered every move");
+        let column = u8::try_from(turn).unwrap();
+        assert_eq!(applied(&host.command("alice", drop_cmd(m, revision, column)).await.unwrap()), revision + 1);
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while host.inspect(m).await.unwrap().revision < revision + 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the bot moves");
+    }
+    assert!(actor_events(&prom, "warmed") >= 3);
+    assert_eq!(host.active_actors(), 1, "one actor the whole time");
+    assert_eq!(actor_events(&prom, "activation"), 1);
+    // What the actor holds after warming is exactly the committed state.
+    tokio::time::sleep(cool_after * 4).await;
+    assert_eq!(host.inspect(m).await.unwrap(), store.load(m).await.unwrap().unwrap());
 }
 
 #[tokio::test]
