@@ -16,7 +16,8 @@ pub mod replay;
 pub mod state;
 
 pub use pipeline::{
-    CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending, valid_reason_code,
+    CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
+    valid_reason_code,
 };
 pub use registry::{LoadedGame, Registry, RegistryError};
 pub use replay::{ReplayError, replay};

@@ -92,7 +92,9 @@ pub fn router(state: EdgeState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
     if state.inner.platform_api {
-        r = r.route("/v1/matches", post(create_match)).route("/v1/matches/{id}/withdrawals", post(withdraw))
+        r = r
+            .route("/v1/matches", post(create_match))
+            .route("/v1/matches/{id}/withdrawals", post(withdraw))
             .route("/v1/matches/{id}/cancellation", post(cancel));
     }
     if state.inner.gateway.is_some() {
@@ -259,12 +261,22 @@ struct Cancel {
 }
 
 /// `POST /v1/matches/{id}/withdrawals` `{seat}`: withdraws a seat.
-async fn withdraw(state: State<EdgeState>, id: Path<String>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
+async fn withdraw(
+    state: State<EdgeState>,
+    id: Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
     lifecycle(state, id, &headers, &body, |req: Withdraw| LifecycleRequest::Withdraw { seat: req.seat }).await
 }
 
 /// `POST /v1/matches/{id}/cancellation` `{reasonCode}`: cancels the match (no winners).
-async fn cancel(state: State<EdgeState>, id: Path<String>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
+async fn cancel(
+    state: State<EdgeState>,
+    id: Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
     lifecycle(state, id, &headers, &body, |req: Cancel| LifecycleRequest::Cancel { reason_code: req.reason_code }).await
 }
 

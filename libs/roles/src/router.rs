@@ -277,7 +277,11 @@ impl Forwarder {
         .await
     }
 
-    async fn cancel_of(&self, parent: Option<TraceContext>, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
+    async fn cancel_of(
+        &self,
+        parent: Option<TraceContext>,
+        req: pb::CancelRequest,
+    ) -> Result<pb::LifecycleReply, RpcError> {
         let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
         self.forward("cancel", match_id, parent, |mut c| {
             let req = request(req.clone());
@@ -492,7 +496,9 @@ impl<C: Calls> Matches for Remote<C> {
             LifecycleRequest::FireDeadline { id, generation } => {
                 self.0.fire_deadline(pb::FireDeadlineRequest { match_id, deadline_id: id, generation }).await
             }
-            LifecycleRequest::Cancel { reason_code } => self.0.cancel(pb::CancelRequest { match_id, reason_code }).await,
+            LifecycleRequest::Cancel { reason_code } => {
+                self.0.cancel(pb::CancelRequest { match_id, reason_code }).await
+            }
         };
         Ok(reply.map_err(to_host)?.revision)
     }
