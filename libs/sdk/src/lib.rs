@@ -3,18 +3,23 @@
 //! Owns: positions (config, participants, data, flow, result), the typed [`Game`] trait
 //! authors implement and its erased JSON-level form ([`ErasedGame`]) that the engine and
 //! the registry use, the deterministic services rules receive (captured instant, labelled
-//! randomness with a private trace and a replay mode) and the component library (decks,
-//! dice, wheels, boards, pieces, custom kinds; instances and zones).
+//! randomness with a private trace and a replay mode), turn clocks built on deadlines
+//! ([`clock`]) and the component library (decks, dice, wheels, boards, pieces, custom kinds;
+//! instances and zones).
 //!
 //! Must not use: tokio, IO of any kind, clocks, OS randomness, the network, storage, or any
 //! one game's rules. Everything here is synchronous and deterministic.
 
+pub mod clock;
 pub mod components;
 pub mod erased;
 pub mod game;
 pub mod position;
 pub mod random;
 
+pub use clock::{
+    CLOCK_DEADLINE, ClockError, ClockMode, ClockPayload, ClockState, PhaseClock, RunningTurn, TimeoutPolicy, TurnClock,
+};
 pub use components::{
     CardFace, ComponentDeclaration, ComponentDefinition, ComponentError, ComponentSet, CustomRegistry, Instance,
     InstanceId, Visibility, Zone, ZoneError, Zones, check_conservation, poker52,
@@ -25,8 +30,8 @@ pub use game::{
     Projection, Recipient, RuleError, Setup, StageSpec, Trans, Transition,
 };
 pub use position::{
-    Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, RawJson, Seat,
-    seat_ids,
+    Flow, JsonPosition, MatchResult, Outcome, Participant, ParticipantResult, ParticipantStatus, Position, RawJson,
+    Seat, seat_ids,
 };
 pub use random::{
     EntropySource, RandomError, Randomness, ScriptedEntropy, Services, SplitMix64, Trace, TraceEntry, below,

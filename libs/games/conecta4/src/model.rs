@@ -7,6 +7,9 @@
 //! disc of a column lands). A disc dropped in a column therefore lands at the row equal to
 //! the number of discs already in that column.
 
+use std::collections::BTreeMap;
+
+use juegoland_sdk::{ClockError, ClockState, RunningTurn, Seat, TimeoutPolicy, TurnClock};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -18,11 +21,19 @@ pub const MAX_ROWS: u8 = 10;
 pub const MAX_COLUMNS: u8 = 10;
 /// The shortest line that may be asked to win.
 pub const MIN_CONNECT: u8 = 3;
+/// The timeout policies a Conecta 4 clock may use. `skip` is not one: a skipped turn would
+/// let one seat drop two discs in a row, which is not Conecta 4.
+pub const CLOCK_POLICIES: [TimeoutPolicy; 2] = [TimeoutPolicy::Forfeit, TimeoutPolicy::DefaultMove];
 
 /// The match configuration. `{}` is the classic game: 6 rows, 7 columns, connect 4.
 ///
 /// Other variants are accepted when `rows` and `columns` are in `4..=10` and `connect` is in
 /// `3..=min(rows, columns)`; `setup` checks the cross-field rule the schema cannot express.
+///
+/// `clock` (absent: no clock) times every turn, for example
+/// `{"mode": {"kind": "perTurn", "turnMs": 30000}, "policy": "forfeit"}` or
+/// `{"mode": {"kind": "perPlayer", "budgetMs": 300000, "incrementMs": 2000}, "policy":
+/// "defaultMove"}`; its policy is one of [`CLOCK_POLICIES`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
@@ -32,17 +43,26 @@ pub struct Config {
     pub columns: u8,
     #[schemars(range(min = 3, max = 10))]
     pub connect: u8,
+    /// The turn clock; absent for an untimed match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<TurnClock>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { rows: 6, columns: 7, connect: 4 }
+        Self { rows: 6, columns: 7, connect: 4, clock: None }
     }
 }
 
 impl Config {
     /// Why this configuration is not playable, if it is not.
-    pub fn check(&self) -> Result<(), &'static str> {
+    pub fn check(&self) -> Result<(), String> {
+        self.check_board().map_err(str::to_owned)?;
+        self.check_clock().map_err(|e| format!("clock: {e}"))
+    }
+
+    /// Why the board is not playable, if it is not.
+    pub fn check_board(&self) -> Result<(), &'static str> {
         let side = MIN_SIDE..=MAX_ROWS;
         if !side.contains(&self.rows) || !(MIN_SIDE..=MAX_COLUMNS).contains(&self.columns) {
             return Err("rows and columns must be between 4 and 10");
@@ -51,6 +71,11 @@ impl Config {
             return Err("connect must be between 3 and the smaller side of the board");
         }
         Ok(())
+    }
+
+    /// Why the clock is not usable, if there is one and it is not.
+    pub fn check_clock(&self) -> Result<(), ClockError> {
+        self.clock.as_ref().map_or(Ok(()), |c| c.check(&CLOCK_POLICIES))
     }
 
     pub(crate) fn cells(&self) -> u32 {
@@ -141,6 +166,9 @@ pub struct Data {
     /// last move, sorted by row then column. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<Vec<Cell>>,
+    /// The turn clock's bookkeeping, exactly when the config has a clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockState>,
 }
 
 /// The payload of `drop`.
@@ -178,6 +206,9 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         line: Option<Vec<Cell>>,
     },
+    /// `seat`'s time ran out; the policy's consequence (a default disc or the result)
+    /// follows in the same transition.
+    SeatTimedOut { seat: Disc },
 }
 
 /// The data of a visible `disc.dropped` event.
@@ -192,12 +223,37 @@ pub struct DiscDropped {
     pub line: Option<Vec<Cell>>,
 }
 
+/// The data of a visible `clock.expired` event: whose time ran out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClockExpired {
+    pub seat: Disc,
+}
+
 /// Visible events, adjacently tagged: `{"type": "disc.dropped", "data": {...}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", content = "data")]
 pub enum VisibleEvent {
     #[serde(rename = "disc.dropped")]
     DiscDropped(DiscDropped),
+    /// Only in clocked matches, before the default disc or the result it caused.
+    #[serde(rename = "clock.expired")]
+    ClockExpired(ClockExpired),
+}
+
+/// The clock as every recipient sees it (all of it is public).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClockView {
+    /// The configured clock.
+    pub settings: TurnClock,
+    /// The running turn: whose time runs, since when and until when (`dueMs`, the instant a
+    /// move becomes too late). `null` once the match is over.
+    pub running: Option<RunningTurn>,
+    /// Per-player mode: each seat's remaining budget, not counting the running turn (the
+    /// running seat has `dueMs - now` left). Absent in per-turn mode.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remaining_ms: BTreeMap<Seat, i64>,
 }
 
 /// What every recipient (seat or spectator) sees: the whole board.
@@ -213,6 +269,9 @@ pub struct View {
     pub last_move: Option<Move>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<Vec<Cell>>,
+    /// The clock, only in clocked matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockView>,
 }
 
 /// Who the recipient is and whether it may act now.

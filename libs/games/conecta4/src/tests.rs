@@ -75,7 +75,7 @@ fn setup_rejects_bad_configs_and_seats() {
     let participants: BTreeMap<_, _> =
         [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
     for (rows, columns, connect) in [(3, 7, 3), (6, 11, 4), (6, 7, 2), (5, 7, 6), (0, 0, 0), (10, 4, 5)] {
-        let config = Config { rows, columns, connect };
+        let config = Config { rows, columns, connect, clock: None };
         let r = with_services(|s| Conecta4.setup(&Setup { config, participants: participants.clone() }, s));
         assert_eq!(r.err(), Some(RuleError::illegal("invalid-config")), "{config:?}");
     }
@@ -85,8 +85,8 @@ fn setup_rejects_bad_configs_and_seats() {
         assert_eq!(r.err(), Some(RuleError::illegal("invalid-participants")), "{seats:?}");
     }
     // Variants at the limits are accepted.
-    start(Config { rows: 4, columns: 10, connect: 3 });
-    start(Config { rows: 10, columns: 10, connect: 10 });
+    start(Config { rows: 4, columns: 10, connect: 3, clock: None });
+    start(Config { rows: 10, columns: 10, connect: 10, clock: None });
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn the_line_holds_every_cell_of_a_long_or_crossing_run() {
 
 #[test]
 fn variant_connect_three_on_a_small_board() {
-    let p = play(start(Config { rows: 4, columns: 5, connect: 3 }), &[0, 0, 1, 1, 2]);
+    let p = play(start(Config { rows: 4, columns: 5, connect: 3, clock: None }), &[0, 0, 1, 1, 2]);
     assert_eq!(p.result, win_for("p0"));
     assert_eq!(p.data.line, cells(&[(0, 0), (0, 1), (0, 2)]));
 }

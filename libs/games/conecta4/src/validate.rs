@@ -1,11 +1,11 @@
 //! `validate_position`: the global invariants of a Conecta 4 position. A failure means
 //! corruption (a bug or tampered storage), never a user error.
 
-use juegoland_sdk::{Corrupt, MatchResult, Outcome, ParticipantStatus, Pos};
+use juegoland_sdk::{Corrupt, MatchResult, Outcome, ParticipantStatus, Pos, TimeoutPolicy};
 
 use crate::board;
 use crate::model::{Disc, Grid};
-use crate::{Conecta4, PHASE, REASON_BOARD_FULL, REASON_CONNECT, REASON_WITHDRAWAL, STAGE};
+use crate::{Conecta4, PHASE, REASON_BOARD_FULL, REASON_CONNECT, REASON_TIMEOUT, REASON_WITHDRAWAL, STAGE};
 
 fn corrupt(message: impl Into<String>) -> Corrupt {
     Corrupt(message.into())
@@ -98,6 +98,33 @@ pub(crate) fn position(p: &Pos<Conecta4>) -> Result<(), Corrupt> {
             finished(p, result, winner.map(|(d, _)| d), full)?;
         }
     }
+    clock(p, moves)
+}
+
+/// The clock's bookkeeping exists exactly for a clocked config, is coherent, and runs for the
+/// seat to move while the match is active and for nobody once it is completed. (An engine
+/// cancellation keeps the data as it was, running clock included.)
+fn clock(p: &Pos<Conecta4>, moves: u32) -> Result<(), Corrupt> {
+    let state = match (&p.config.clock, &p.data.clock) {
+        (None, None) => return Ok(()),
+        (Some(_), Some(state)) => state,
+        (None, Some(_)) => return Err(corrupt("data.clock is set but the config has no clock")),
+        (Some(_), None) => return Err(corrupt("the config has a clock but data.clock is missing")),
+    };
+    state.check(p.config.clock.as_ref(), ["p0", "p1"]).map_err(|e| corrupt(format!("clock: {e}")))?;
+    let running = state.running.as_ref().map(|r| r.seat.as_deref());
+    match &p.result {
+        None => {
+            let next = Disc::to_move_after(moves).seat();
+            if running != Some(Some(next)) {
+                return Err(corrupt(format!("the clock must run for {next}, the seat to move")));
+            }
+        }
+        Some(MatchResult::Completed { .. }) if running.is_some() => {
+            return Err(corrupt("the clock still runs after the match completed"));
+        }
+        Some(_) => {}
+    }
     Ok(())
 }
 
@@ -134,6 +161,23 @@ fn finished(p: &Pos<Conecta4>, result: &MatchResult, winner: Option<Disc>, full:
             }
             if outcome(Disc::P0) != Some(Outcome::Draw) || outcome(Disc::P1) != Some(Outcome::Draw) {
                 return Err(corrupt("board-full is a draw for both seats"));
+            }
+            Ok(())
+        }
+        REASON_TIMEOUT => {
+            if p.config.clock.map(|c| c.policy) != Some(TimeoutPolicy::Forfeit) {
+                return Err(corrupt("a timeout result needs a clock with the forfeit policy"));
+            }
+            if winner.is_some() || full {
+                return Err(corrupt("a timeout cannot follow the end of the match"));
+            }
+            if p.participants.values().any(|x| !x.is_active()) {
+                return Err(corrupt("a timeout result with a withdrawn seat"));
+            }
+            // The seat whose time ran out is the one that was to move.
+            let late = Disc::to_move_after(p.data.move_count);
+            if !won(late.other()) {
+                return Err(corrupt(format!("in a timeout result {} (to move) loses and its rival wins", late.seat())));
             }
             Ok(())
         }

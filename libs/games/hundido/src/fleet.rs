@@ -122,35 +122,53 @@ pub fn complete(
     blocked: &BTreeSet<Cell>,
     mut entropy: Option<&mut dyn EntropySource>,
 ) -> Option<Fleet> {
-    check_fleet(config, fixed).ok()?;
+    let shuffled = complete_with(config, fixed, blocked, |_, mut all| {
+        if let Some(e) = entropy.as_deref_mut() {
+            for i in (1..all.len()).rev() {
+                let j = below(e, i as u64 + 1) as usize;
+                all.swap(i, j);
+            }
+        }
+        Ok::<_, std::convert::Infallible>(all)
+    });
+    match shuffled {
+        Ok(fleet) => fleet,
+        Err(never) => match never {},
+    }
+}
+
+/// Completes `fixed` like [`complete`], trying each missing ship's candidate placements
+/// (in board order) in the order `order(ship, candidates)` returns; it is called once per
+/// missing ship, biggest ships first, before the search. An error of `order` stops it.
+pub fn complete_with<E>(
+    config: &Config,
+    fixed: &Fleet,
+    blocked: &BTreeSet<Cell>,
+    mut order: impl FnMut(&str, Vec<Placement>) -> Result<Vec<Placement>, E>,
+) -> Result<Option<Fleet>, E> {
+    if check_fleet(config, fixed).is_err() {
+        return Ok(None);
+    }
     // Biggest ships first: they have the fewest placements, which prunes early.
     let mut todo: Vec<(&str, u8)> =
         config.fleet.iter().filter(|s| !fixed.contains_key(&s.ship)).map(|s| (s.ship.as_str(), s.size)).collect();
     todo.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
-    let candidates: Vec<Vec<Placement>> = todo
-        .iter()
-        .map(|(ship, _)| {
-            let mut all: Vec<Placement> = (0..config.rows)
-                .flat_map(|row| {
-                    (0..config.columns).flat_map(move |column| {
-                        [Orientation::Horizontal, Orientation::Vertical]
-                            .map(|orientation| Placement::new(row, column, orientation))
-                    })
+    let mut candidates: Vec<Vec<Placement>> = Vec::with_capacity(todo.len());
+    for (ship, _) in &todo {
+        let all: Vec<Placement> = (0..config.rows)
+            .flat_map(|row| {
+                (0..config.columns).flat_map(move |column| {
+                    [Orientation::Horizontal, Orientation::Vertical]
+                        .map(|orientation| Placement::new(row, column, orientation))
                 })
-                .filter(|p| cells_of(config, ship, p).is_ok_and(|cells| cells.iter().all(|c| !blocked.contains(c))))
-                .collect();
-            if let Some(e) = entropy.as_deref_mut() {
-                for i in (1..all.len()).rev() {
-                    let j = below(e, i as u64 + 1) as usize;
-                    all.swap(i, j);
-                }
-            }
-            all
-        })
-        .collect();
+            })
+            .filter(|p| cells_of(config, ship, p).is_ok_and(|cells| cells.iter().all(|c| !blocked.contains(c))))
+            .collect();
+        candidates.push(order(ship, all)?);
+    }
     let mut fleet = fixed.clone();
     let mut budget = SEARCH_BUDGET;
-    search(config, &todo, &candidates, 0, &mut fleet, &mut budget).then_some(fleet)
+    Ok(search(config, &todo, &candidates, 0, &mut fleet, &mut budget).then_some(fleet))
 }
 
 fn search(
@@ -250,6 +268,7 @@ mod tests {
             fleet: (0..10).map(|i| ShipSpec::new(&format!("s{i}"), 4)).collect(),
             adjacency: Adjacency::NoTouch,
             keep_turn_on_hit: false,
+            clock: None,
         };
         assert_eq!(complete(&config, &Fleet::new(), &BTreeSet::new(), None), None);
     }

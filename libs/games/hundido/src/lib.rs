@@ -4,13 +4,14 @@
 //! default), its typed config, data, actions, events, view and context ([`model`]), the fleet
 //! geometry ([`fleet`]: bounds, overlap, the adjacency policy, fleet completion), the
 //! position invariants checked by `validate_position`, the projections that keep each
-//! fleet secret, this game's withdrawal policy and the `default` bot (random fleet, then
-//! parity hunting and line targeting).
+//! fleet secret, this game's withdrawal and timeout policies and the `default` bot (random
+//! fleet, then parity hunting and line targeting).
 //!
 //! Must not use: anything but `juegoland-sdk` among workspace crates; IO of any kind,
 //! clocks, OS randomness, tokio, or `HashMap`/`HashSet` iteration. Every function is
-//! synchronous and deterministic; the rules draw no randomness and schedule no deadlines
-//! (the bot's choices come from the entropy it is given).
+//! synchronous and deterministic; the rules draw randomness only to auto-place a fleet on a
+//! placement timeout, and schedule a deadline only for the optional clocks (the bot's
+//! choices come from the entropy it is given).
 //!
 //! Rules in one paragraph: phase `placement` (participation `multiple`) enables both seats
 //! in stage `arrange`, where `placeShip` places or moves one of the seat's own ships and
@@ -31,28 +32,45 @@
 //! carry no coordinates for anyone; a `hit` never names the ship it hit.
 //!
 //! Flow counters: in placement, round and turn stay 0 (so a placement never changes
-//! anything but its author's own stage). In battle, `turn` is the number of shots fired and
-//! `round` the number of times the turn passed to the other seat; neither ever decreases.
-//! A finished match has no actors.
+//! anything but its author's own stage). In battle, `turn` is the number of shots fired
+//! plus the turns skipped on a timeout, and `round` the number of times the turn passed to
+//! the other seat; neither ever decreases. A finished match has no actors.
+//!
+//! Clocks (optional, `config.clock`, see [`juegoland_sdk::clock`]): a placement deadline
+//! for the simultaneous phase and a battle turn clock (per turn or per player), each
+//! optional. An action at or after the running deadline is refused (`out-of-time`); when
+//! the deadline fires, the policy applies. Placement: `defaultMove` completes every unready
+//! fleet (the ships it placed stay; the missing ones go to a random valid layout drawn
+//! with labelled randomness, so an idle seat's fleet is not predictable) and readies it,
+//! which starts the battle; `forfeit` makes the one unready seat lose (`timeout`), or
+//! cancels the match when neither is ready (`abandoned`). Battle: `skip` passes the turn
+//! (two timeouts in a row, one per seat, cancel the match: `abandoned`), `defaultMove`
+//! fires at the shooter's first untargeted cell in reading order, `forfeit` makes the
+//! shooter lose (`timeout`). The visible `clock.expired` event names the seat; views show
+//! the running deadline and per-player budgets (public); deadline payloads are internal.
 
 pub mod fleet;
 pub mod model;
 
 mod bot;
+mod clock;
 mod validate;
 mod view;
 
 use juegoland_sdk::{
-    ActionSpec, ConflictPolicy, Corrupt, Descriptor, EntropySource, Flow, Game, Lifecycle, MatchResult, Offer, Outcome,
-    Participation, PhaseSpec, Pos, Projection, Recipient, RuleError, Services, Setup, StageSpec, Trans, Transition,
+    ActionSpec, ClockState, ConflictPolicy, Corrupt, Descriptor, EntropySource, Flow, Game, Lifecycle, MatchResult,
+    Offer, Outcome, Participation, PhaseSpec, Pos, Projection, Recipient, RuleError, Services, Setup, StageSpec, Trans,
+    Transition,
 };
 use serde_json::json;
 
+pub use clock::default_target;
 pub use model::{
-    Action, Adjacency, BattleStarted, Cell, Config, Context, Data, Event, FirePayload, Fleet, FleetChanged, MAX_NAME,
-    MAX_SHIP, MAX_SHIPS, MAX_SIDE, MIN_SHIP, MIN_SIDE, Orientation, OwnBoard, OwnShip, PlaceShipPayload, Placement,
-    PlayerData, PublicSeat, PublicShot, ReadyPayload, SeatOnly, ShipSpec, Shot, ShotFired, ShotOutcome, Side, SunkShip,
-    View, VisibleEvent, classic_fleet,
+    Action, Adjacency, BATTLE_POLICIES, BattleStarted, Cell, ClockView, Clocks, Config, Context, Data, Event,
+    FirePayload, Fleet, FleetChanged, MAX_NAME, MAX_SHIP, MAX_SHIPS, MAX_SIDE, MIN_SHIP, MIN_SIDE, Orientation,
+    OwnBoard, OwnShip, PLACEMENT_POLICIES, PlaceShipPayload, Placement, PlayerData, PublicSeat, PublicShot,
+    ReadyPayload, SeatOnly, ShipSpec, Shot, ShotFired, ShotOutcome, Side, SkippedTurn, SunkShip, View, VisibleEvent,
+    classic_fleet,
 };
 
 /// The game id.
@@ -78,6 +96,12 @@ pub const REASON_FLEET_DESTROYED: &str = "fleet-destroyed";
 pub const REASON_WITHDRAWAL: &str = "withdrawal";
 /// Cancellation reason: a seat withdrew during placement; no one wins.
 pub const REASON_WITHDRAWAL_IN_PLACEMENT: &str = "withdrawal-in-placement";
+/// Result reason: a seat ran out of time under a `forfeit` policy (its placement, or its
+/// battle turn); it loses and its rival wins.
+pub const REASON_TIMEOUT: &str = "timeout";
+/// Cancellation reason: both seats ran out of time (neither was ready at a `forfeit`
+/// placement deadline, or two battle turns in a row were skipped); no one wins.
+pub const REASON_ABANDONED: &str = "abandoned";
 
 /// The Hundido rules, version 1.0.0.
 #[derive(Clone, Copy, Debug, Default)]
@@ -121,11 +145,18 @@ fn shaped(data: &Data) -> Result<(), RuleError> {
 }
 
 impl Hundido {
-    fn place(&self, p: &Pos<Self>, side: Side, payload: &PlaceShipPayload) -> Result<Trans<Self>, RuleError> {
+    fn place(
+        &self,
+        p: &Pos<Self>,
+        side: Side,
+        payload: &PlaceShipPayload,
+        now_ms: i64,
+    ) -> Result<Trans<Self>, RuleError> {
         let config = &p.config;
         let placement = payload.placement();
         let own = &p.data.players[side.index()];
         fleet::check_placement(config, &own.fleet, &payload.ship, &placement).map_err(|e| illegal(e.reason()))?;
+        clock::in_time(p, now_ms)?;
         let mut data = p.data.clone();
         let own = &mut data.players[side.index()];
         own.fleet.insert(payload.ship.clone(), placement);
@@ -140,26 +171,31 @@ impl Hundido {
         })
     }
 
-    fn ready(&self, p: &Pos<Self>, side: Side) -> Result<Trans<Self>, RuleError> {
+    fn ready(&self, p: &Pos<Self>, side: Side, now_ms: i64) -> Result<Trans<Self>, RuleError> {
         if !fleet::is_complete(&p.config, &p.data.players[side.index()].fleet) {
             return Err(illegal("fleet-incomplete"));
         }
+        clock::in_time(p, now_ms)?;
         let mut data = p.data.clone();
         data.players[side.index()].ready = true;
         let mut events = vec![Event::SeatReady { seat: side }];
-        let flow = if data.players.iter().all(|x| x.ready) {
-            // The barrier: both fleets are final, the battle begins.
+        if data.players.iter().all(|x| x.ready) {
+            // The barrier: both fleets are final, the battle begins (with its clock, which
+            // replaces the placement deadline).
             events.push(Event::BattleBegan { shooter: Side::P0 });
-            Flow::single(PHASE_BATTLE, 0, 0, Side::P0.seat(), STAGE_FIRE)
-        } else {
-            // Only the author's own stage changes.
-            let mut flow = p.flow.clone();
-            flow.actors.insert(side.seat().to_owned(), STAGE_WAITING.to_owned());
-            flow
-        };
+            let flow = Flow::single(PHASE_BATTLE, 0, 0, Side::P0.seat(), STAGE_FIRE);
+            let was_running = p.data.clock.as_ref().is_some_and(|c| c.running.is_some());
+            let mut t = Transition { data, flow, result: None, events, deadlines: Vec::new() };
+            clock::retime(&p.config, was_running, &mut t, now_ms);
+            return Ok(t);
+        }
+        // Only the author's own stage changes; the clock is untouched.
+        let mut flow = p.flow.clone();
+        flow.actors.insert(side.seat().to_owned(), STAGE_WAITING.to_owned());
         Ok(Transition { data, flow, result: None, events, deadlines: Vec::new() })
     }
 
+    /// A shot by `side` at `target`: the transition without any clock change.
     fn fire(&self, p: &Pos<Self>, side: Side, target: Cell) -> Result<Trans<Self>, RuleError> {
         let config = &p.config;
         if !config.contains(target) {
@@ -254,14 +290,24 @@ impl Game for Hundido {
         }
     }
 
-    fn setup(&self, input: &Setup<Config>, _services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
-        input.config.check().map_err(|_| illegal("invalid-config"))?;
+    fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        let config = &input.config;
+        config.check_board().map_err(|_| illegal("invalid-config"))?;
+        config.check_clock().map_err(|e| RuleError::illegal(format!("invalid-clock: {e}")))?;
         let seats: Vec<&str> = input.participants.keys().map(String::as_str).collect();
         if seats != ["p0", "p1"] || !input.participants.values().all(|p| p.is_active()) {
             return Err(illegal("invalid-participants"));
         }
-        let data = Data { players: vec![PlayerData::default(), PlayerData::default()], shots: Vec::new() };
-        Ok(Transition { flow: placement_flow(&data), data, result: None, events: Vec::new(), deadlines: Vec::new() })
+        let data = Data {
+            players: vec![PlayerData::default(), PlayerData::default()],
+            shots: Vec::new(),
+            skips: Vec::new(),
+            clock: config.clock.as_ref().map(|_| ClockState::new(config.battle_clock(), seats)),
+        };
+        let mut t =
+            Transition { flow: placement_flow(&data), data, result: None, events: Vec::new(), deadlines: Vec::new() };
+        clock::retime(config, false, &mut t, services.now_ms());
+        Ok(t)
     }
 
     fn validate_position(&self, position: &Pos<Self>) -> Result<(), Corrupt> {
@@ -273,7 +319,7 @@ impl Game for Hundido {
         position: &Pos<Self>,
         actor: &str,
         action: &Action,
-        _services: &mut Services<'_>,
+        services: &mut Services<'_>,
     ) -> Result<Trans<Self>, RuleError> {
         if position.is_finished() {
             return Err(illegal("match-finished"));
@@ -281,19 +327,26 @@ impl Game for Hundido {
         shaped(&position.data)?;
         let side = Side::from_seat(actor).ok_or_else(|| illegal("unknown-seat"))?;
         let stage = position.flow.stage_of(actor);
+        let now_ms = services.now_ms();
         match action {
             Action::PlaceShip(payload) => match (position.flow.phase.as_str(), stage) {
-                (PHASE_PLACEMENT, Some(STAGE_ARRANGE)) => self.place(position, side, payload),
+                (PHASE_PLACEMENT, Some(STAGE_ARRANGE)) => self.place(position, side, payload, now_ms),
                 (PHASE_PLACEMENT, Some(STAGE_WAITING)) => Err(illegal("already-ready")),
                 _ => Err(illegal("not-in-placement")),
             },
             Action::Ready(_) => match (position.flow.phase.as_str(), stage) {
-                (PHASE_PLACEMENT, Some(STAGE_ARRANGE)) => self.ready(position, side),
+                (PHASE_PLACEMENT, Some(STAGE_ARRANGE)) => self.ready(position, side, now_ms),
                 (PHASE_PLACEMENT, Some(STAGE_WAITING)) => Err(illegal("already-ready")),
                 _ => Err(illegal("not-in-placement")),
             },
             Action::Fire(FirePayload { row, column }) => match shooter(position) {
-                Some(s) if s == side => self.fire(position, side, Cell::new(*row, *column)),
+                Some(s) if s == side => {
+                    let mut t = self.fire(position, side, Cell::new(*row, *column))?;
+                    clock::settle(&position.config, &mut t.data, side, now_ms)?;
+                    let was_running = position.data.clock.as_ref().is_some_and(|c| c.running.is_some());
+                    clock::retime(&position.config, was_running, &mut t, now_ms);
+                    Ok(t)
+                }
                 Some(_) => Err(illegal("not-your-turn")),
                 None => Err(illegal("not-in-battle")),
             },
@@ -350,7 +403,7 @@ impl Game for Hundido {
         &self,
         position: &Pos<Self>,
         event: &Lifecycle,
-        _services: &mut Services<'_>,
+        services: &mut Services<'_>,
     ) -> Result<Trans<Self>, RuleError> {
         match event {
             Lifecycle::Withdrawal { seat } => {
@@ -368,15 +421,18 @@ impl Game for Hundido {
                         [(leaver.seat(), Outcome::Loss), (leaver.other().seat(), Outcome::Win)],
                     )
                 };
-                Ok(Transition {
+                let mut t = Transition {
                     data: position.data.clone(),
                     flow: position.flow.terminal(),
                     result: Some(result),
                     events: vec![Event::SeatWithdrew { seat: leaver }],
                     deadlines: Vec::new(),
-                })
+                };
+                let was_running = position.data.clock.as_ref().is_some_and(|c| c.running.is_some());
+                clock::retime(&position.config, was_running, &mut t, services.now_ms());
+                Ok(t)
             }
-            Lifecycle::DeadlineExpired { .. } => Err(illegal("no-deadlines")),
+            Lifecycle::DeadlineExpired { id, payload } => clock::timeout(position, id, payload, services),
         }
     }
 

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use juegoland_sdk::{ClockState, PhaseClock, RunningTurn, Seat, TimeoutPolicy, TurnClock};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,44 @@ pub const MAX_SHIP: u8 = 6;
 pub const MAX_SHIPS: usize = 10;
 /// The longest ship name.
 pub const MAX_NAME: usize = 32;
+/// The timeout policies of the placement deadline: `defaultMove` (the rules complete and
+/// ready every unready fleet) or `forfeit`. A placement cannot be skipped.
+pub const PLACEMENT_POLICIES: [TimeoutPolicy; 2] = [TimeoutPolicy::DefaultMove, TimeoutPolicy::Forfeit];
+/// The timeout policies of the battle clock: `skip` (the turn passes), `defaultMove` (the
+/// rules fire at the seat's first untargeted cell) or `forfeit`.
+pub const BATTLE_POLICIES: [TimeoutPolicy; 3] =
+    [TimeoutPolicy::Skip, TimeoutPolicy::DefaultMove, TimeoutPolicy::Forfeit];
+
+/// The optional clocks of a match: `{"placement": {"timeoutMs": 120000, "policy":
+/// "defaultMove"}, "battle": {"mode": {"kind": "perTurn", "turnMs": 30000}, "policy":
+/// "skip"}}`. Either may be absent, not both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Clocks {
+    /// One deadline for the whole (simultaneous) placement phase; a policy of
+    /// [`PLACEMENT_POLICIES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PhaseClock>,
+    /// The battle's turn clock, per turn or per player; a policy of [`BATTLE_POLICIES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battle: Option<TurnClock>,
+}
+
+impl Clocks {
+    /// Why these clocks are not usable, if they are not.
+    pub fn check(&self) -> Result<(), String> {
+        if self.placement.is_none() && self.battle.is_none() {
+            return Err("a clock needs a placement deadline, a battle clock or both".to_owned());
+        }
+        if let Some(p) = &self.placement {
+            p.check(&PLACEMENT_POLICIES).map_err(|e| format!("placement: {e}"))?;
+        }
+        if let Some(b) = &self.battle {
+            b.check(&BATTLE_POLICIES).map_err(|e| format!("battle: {e}"))?;
+        }
+        Ok(())
+    }
+}
 
 /// Whether ships may touch each other.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -81,20 +120,52 @@ pub struct Config {
     pub adjacency: Adjacency,
     /// `true`: a seat that hits (or sinks) fires again; `false`: the turn always passes.
     pub keep_turn_on_hit: bool,
+    /// The clocks; absent for an untimed match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Clocks>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { rows: 10, columns: 10, fleet: classic_fleet(), adjacency: Adjacency::Touch, keep_turn_on_hit: false }
+        Self {
+            rows: 10,
+            columns: 10,
+            fleet: classic_fleet(),
+            adjacency: Adjacency::Touch,
+            keep_turn_on_hit: false,
+            clock: None,
+        }
     }
 }
 
 impl Config {
-    /// Why this configuration is not playable, if it is not: board sides in `6..=12`, 1 to 10
-    /// ships with unique names (ASCII letters, digits, `-`, `_`; at most 32 characters) and
-    /// sizes in `1..=6`, and a fleet that fits on the board under the adjacency policy (a
-    /// complete placement is found within [`crate::fleet::SEARCH_BUDGET`]).
+    /// Why this configuration is not playable, if it is not: the board and fleet
+    /// ([`check_board`](Self::check_board)) and the clocks ([`Clocks::check`]).
     pub fn check(&self) -> Result<(), String> {
+        self.check_board()?;
+        self.check_clock().map_err(|e| format!("clock: {e}"))
+    }
+
+    /// Why the clocks are not usable, if there are some and they are not.
+    pub fn check_clock(&self) -> Result<(), String> {
+        self.clock.as_ref().map_or(Ok(()), Clocks::check)
+    }
+
+    /// The placement deadline, if any.
+    pub fn placement_clock(&self) -> Option<&PhaseClock> {
+        self.clock.as_ref().and_then(|c| c.placement.as_ref())
+    }
+
+    /// The battle clock, if any.
+    pub fn battle_clock(&self) -> Option<&TurnClock> {
+        self.clock.as_ref().and_then(|c| c.battle.as_ref())
+    }
+
+    /// Why the board and fleet are not playable, if they are not: board sides in `6..=12`, 1
+    /// to 10 ships with unique names (ASCII letters, digits, `-`, `_`; at most 32 characters)
+    /// and sizes in `1..=6`, and a fleet that fits on the board under the adjacency policy (a
+    /// complete placement is found within [`crate::fleet::SEARCH_BUDGET`]).
+    pub fn check_board(&self) -> Result<(), String> {
         let sides = MIN_SIDE..=MAX_SIDE;
         if !sides.contains(&self.rows) || !sides.contains(&self.columns) {
             return Err(format!("rows and columns must be between {MIN_SIDE} and {MAX_SIDE}"));
@@ -277,6 +348,15 @@ pub struct PlayerData {
     pub ready: bool,
 }
 
+/// A battle turn that timed out under the `skip` policy: the turn passed without a shot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SkippedTurn {
+    pub seat: Side,
+    /// How many shots (of both seats) had been fired when it timed out.
+    pub shots: u32,
+}
+
 /// The game's private data (never sent as a snapshot).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -287,6 +367,13 @@ pub struct Data {
     pub players: Vec<PlayerData>,
     /// Every shot, in order.
     pub shots: Vec<Shot>,
+    /// The battle turns skipped on a timeout, in order (only with the `skip` policy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skips: Vec<SkippedTurn>,
+    /// The clocks' bookkeeping (public), exactly when the config has clocks. Placement
+    /// actions never touch it; the barrier into battle, shots, timeouts and the end do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockState>,
 }
 
 /// The payload of `placeShip`: `{"ship":"cruiser","row":0,"column":0,"orientation":"horizontal"}`.
@@ -373,6 +460,13 @@ pub enum Event {
     },
     /// The platform withdrew `seat`.
     SeatWithdrew { seat: Side },
+    /// `seat`'s time ran out (its placement, or its battle turn); what the policy did
+    /// follows in the same transition.
+    SeatTimedOut { seat: Side },
+    /// The placement deadline's `defaultMove` completed `seat`'s fleet: `fleet` is the whole
+    /// fleet now. One event per seat, whatever moved, so that its visible form (a count)
+    /// says nothing about the seat's hidden layout.
+    FleetAutoPlaced { seat: Side, fleet: Fleet },
 }
 
 /// The data of `fleet.changed`: how many ships `seat` has placed. No coordinates, for
@@ -431,6 +525,9 @@ pub enum VisibleEvent {
     ShotFired(ShotFired),
     #[serde(rename = "player.withdrew")]
     PlayerWithdrew(SeatOnly),
+    /// Only in clocked matches: `seat`'s time ran out.
+    #[serde(rename = "clock.expired")]
+    ClockExpired(SeatOnly),
 }
 
 /// A shot as every recipient may see it (ship only on `sunk`).
@@ -508,10 +605,29 @@ pub struct View {
     pub fleet: Vec<ShipSpec>,
     pub adjacency: Adjacency,
     pub keep_turn_on_hit: bool,
+    /// The clocks, only in clocked matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockView>,
     /// The recipient's own board; `null` for a spectator.
     pub own: Option<OwnBoard>,
     /// Public facts of `p0` then `p1`.
     pub seats: Vec<PublicSeat>,
+}
+
+/// The clocks as every recipient sees them (all of it is public).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClockView {
+    /// The configured clocks.
+    pub settings: Clocks,
+    /// The running deadline: during placement the phase's (no seat), in battle the
+    /// shooter's turn, with `startedMs` and `dueMs` (the instant an action becomes too late).
+    /// `null` when no clock runs (untimed phase, or the match is over).
+    pub running: Option<RunningTurn>,
+    /// A per-player battle clock's remaining budgets, not counting the running turn (the
+    /// shooter has `dueMs - now` left). Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remaining_ms: BTreeMap<Seat, i64>,
 }
 
 /// Who the recipient is and what it may do now.

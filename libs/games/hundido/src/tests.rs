@@ -57,6 +57,7 @@ fn small(keep_turn_on_hit: bool) -> Config {
         fleet: vec![ShipSpec::new("long", 3), ShipSpec::new("short", 2)],
         adjacency: Adjacency::Touch,
         keep_turn_on_hit,
+        clock: None,
     }
 }
 

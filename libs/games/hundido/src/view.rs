@@ -9,8 +9,8 @@
 use juegoland_sdk::{Pos, Projection, Recipient};
 
 use crate::model::{
-    BattleStarted, Context, Event, FleetChanged, OwnBoard, OwnShip, PublicSeat, PublicShot, SeatOnly, ShotFired,
-    ShotOutcome, Side, SunkShip, View, VisibleEvent,
+    BattleStarted, ClockView, Context, Event, FleetChanged, OwnBoard, OwnShip, PublicSeat, PublicShot, SeatOnly,
+    ShotFired, ShotOutcome, Side, SunkShip, View, VisibleEvent,
 };
 use crate::{Hundido, PHASE_BATTLE, STAGE_ARRANGE, STAGE_FIRE, fleet, shooter};
 
@@ -96,6 +96,12 @@ pub(crate) fn project(p: &Pos<Hundido>, recipient: Recipient<'_>) -> Projection<
             fleet: config.fleet.clone(),
             adjacency: config.adjacency,
             keep_turn_on_hit: config.keep_turn_on_hit,
+            clock: config.clock.zip(data.clock.as_ref()).map(|(settings, state)| ClockView {
+                settings,
+                // A cancelled match keeps its last bookkeeping; no clock runs after the end.
+                running: state.running.clone().filter(|_| !p.is_finished()),
+                remaining_ms: state.remaining_ms.clone(),
+            }),
             own,
             seats,
         },
@@ -125,5 +131,9 @@ pub(crate) fn visible(event: &Event) -> Vec<VisibleEvent> {
             })]
         }
         Event::SeatWithdrew { seat } => vec![VisibleEvent::PlayerWithdrew(SeatOnly { seat: *seat })],
+        Event::SeatTimedOut { seat } => vec![VisibleEvent::ClockExpired(SeatOnly { seat: *seat })],
+        Event::FleetAutoPlaced { seat, fleet } => {
+            vec![VisibleEvent::FleetChanged(FleetChanged { seat: *seat, placed: fleet.len() as u32 })]
+        }
     }
 }

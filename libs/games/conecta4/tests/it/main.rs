@@ -1,5 +1,7 @@
 //! Integration tests of Conecta 4 through its public API: properties of random play, the
-//! bot, and the erased (JSON-level) form with its generated schemas.
+//! bot, the erased (JSON-level) form with its generated schemas, and the turn clock.
+
+mod clock;
 
 use std::collections::BTreeMap;
 
@@ -71,7 +73,7 @@ fn config_strategy() -> impl Strategy<Value = Config> {
         Just(Config::default()),
         (4u8..=10, 4u8..=10)
             .prop_flat_map(|(rows, columns)| (Just(rows), Just(columns), 3u8..=rows.min(columns)))
-            .prop_map(|(rows, columns, connect)| Config { rows, columns, connect }),
+            .prop_map(|(rows, columns, connect)| Config { rows, columns, connect, clock: None }),
     ]
 }
 
@@ -254,7 +256,10 @@ fn the_bot_beats_a_random_player_every_time() {
 
 #[test]
 fn the_bot_plays_other_board_sizes() {
-    for config in [Config { rows: 10, columns: 10, connect: 5 }, Config { rows: 4, columns: 4, connect: 3 }] {
+    for config in [
+        Config { rows: 10, columns: 10, connect: 5, clock: None },
+        Config { rows: 4, columns: 4, connect: 3, clock: None },
+    ] {
         let mut rng = SplitMix64(7);
         let mut p = start(config);
         while p.result.is_none() {

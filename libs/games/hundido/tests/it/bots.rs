@@ -62,6 +62,7 @@ fn the_bot_plays_complete_games_against_itself() {
             fleet: vec![ShipSpec::new("a", 4), ShipSpec::new("b", 1), ShipSpec::new("c", 1)],
             adjacency: Adjacency::NoTouch,
             keep_turn_on_hit: false,
+            clock: None,
         },
         Config {
             rows: 12,

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use juegoland_core::{
-    Decision, Engine, GameKey, LifecycleRequest, LiveMatch, LogEntry, ReceiptOutcome, Registry, SeatHolder,
+    Commit, Decision, Engine, GameKey, LifecycleError, LifecycleRequest, LiveMatch, LogEntry, ReceiptOutcome, Registry,
+    SeatHolder,
 };
 use juegoland_hundido::Hundido;
 use juegoland_protocol::{Action, CommandEnvelope, Precondition, RejectionCode};
@@ -25,13 +26,20 @@ pub struct Match {
     pub engine: Engine,
     pub live: LiveMatch,
     pub log: Vec<LogEntry>,
+    /// Every publication of every commit, in order: (recipient, revision, JSON text).
+    pub published: Vec<(Option<String>, u64, String)>,
     entropy: SplitMix64,
-    now_ms: i64,
+    /// The captured instant of the last operation; each command runs 10 ms after the last.
+    pub now_ms: i64,
     next_id: u128,
 }
 
 impl Match {
     pub fn new(config: Value) -> Match {
+        Match::with_seed(config, 9)
+    }
+
+    pub fn with_seed(config: Value, seed: u64) -> Match {
         let engine = Engine::new(registry());
         let key = GameKey { id: "hundido".into(), rules_version: "1.0.0".into() };
         let seats: BTreeMap<_, _> = [
@@ -39,11 +47,43 @@ impl Match {
             ("p1".to_owned(), SeatHolder::Principal("bob".into())),
         ]
         .into();
-        let mut entropy = SplitMix64(9);
+        let mut entropy = SplitMix64(seed);
         let (pending, mut live) =
             engine.create(Uuid::from_u128(77), &key, seats, &config, 1_000, &mut entropy).expect("create");
         let log = vec![live.advance(pending).log.expect("creation log")];
-        Match { engine, live, log, entropy, now_ms: 1_000, next_id: 1 }
+        Match { engine, live, log, published: Vec::new(), entropy, now_ms: 1_000, next_id: 1 }
+    }
+
+    /// Keeps a commit's log entry and publications.
+    fn keep(&mut self, commit: Commit) -> Commit {
+        if let Some(l) = &commit.log {
+            self.log.push(l.clone());
+        }
+        self.published
+            .extend(commit.publications.iter().map(|p| (p.recipient.clone(), p.revision, p.encoded.to_string())));
+        commit
+    }
+
+    /// The pending clock deadline: (generation, due instant).
+    pub fn clock(&self) -> Option<(u64, i64)> {
+        self.state().deadlines.get(juegoland_sdk::CLOCK_DEADLINE).map(|d| (d.generation, d.due_ms))
+    }
+
+    /// Fires the deadline `id` of `generation` at `at_ms` (never before the last operation)
+    /// and commits what the engine decided.
+    pub fn fire(&mut self, id: &str, generation: u64, at_ms: i64) -> Result<(), LifecycleError> {
+        self.now_ms = self.now_ms.max(at_ms);
+        let request = LifecycleRequest::FireDeadline { id: id.into(), generation };
+        let pending = self.engine.lifecycle(&self.live, &request, self.now_ms, &mut self.entropy)?;
+        let commit = self.live.advance(pending);
+        self.keep(commit);
+        Ok(())
+    }
+
+    /// Fires the pending clock deadline when it is due.
+    pub fn fire_clock(&mut self) -> Result<(), LifecycleError> {
+        let (generation, due) = self.clock().expect("a pending clock deadline");
+        self.fire(juegoland_sdk::CLOCK_DEADLINE, generation, due)
     }
 
     pub fn state(&self) -> &juegoland_core::MatchState {
@@ -79,9 +119,7 @@ impl Match {
         match self.engine.command(&self.live, principal, envelope, None, self.now_ms, &mut self.entropy) {
             Decision::Commit(p) => {
                 let commit = self.live.advance(*p);
-                if let Some(l) = commit.log {
-                    self.log.push(l);
-                }
+                let commit = self.keep(commit);
                 commit.receipt.expect("a command always gets a receipt").outcome
             }
             Decision::Fault(f) => panic!("engine fault: {f}"),
@@ -107,9 +145,15 @@ impl Match {
             .engine
             .lifecycle(&self.live, &LifecycleRequest::Withdraw { seat: seat.into() }, self.now_ms, &mut self.entropy)
             .expect("withdrawal accepted");
-        if let Some(l) = self.live.advance(p).log {
-            self.log.push(l);
-        }
+        let commit = self.live.advance(p);
+        self.keep(commit);
+    }
+
+    /// Fires at the match's revision (a `match` precondition).
+    pub fn fire_at(&mut self, seat: &str, row: u8, column: u8) -> ReceiptOutcome {
+        let revision = self.state().revision;
+        let env = self.envelope(Precondition::Match { revision }, "fire", json!({"row": row, "column": column}));
+        self.run(seat, &env)
     }
 
     pub fn replay(&self) {
@@ -249,5 +293,84 @@ fn withdrawal_through_the_engine() {
     assert_eq!(m.position().result, Some(juegoland_sdk::MatchResult::cancelled("withdrawal-in-placement")));
     assert!(m.position().flow.actors.is_empty());
     assert_eq!(rejected(&m.place("p0", "carrier", 0, 0, "horizontal")), RejectionCode::MatchFinished);
+    m.replay();
+}
+
+/// A clocked match through the real engine: the placement deadline fires and auto-places,
+/// each shot replaces the battle clock (a new generation; the old one is refused as stale), a
+/// skipped turn passes the turn, a late shot is refused, the last sinking shot cancels the
+/// clock, and the log replays to the same state (auto-placement draws included).
+#[test]
+fn a_clocked_match_through_the_engine() {
+    let config = json!({
+        "rows": 6, "columns": 6,
+        "fleet": [{"ship": "long", "size": 3}, {"ship": "short", "size": 2}],
+        "clock": {
+            "placement": {"timeoutMs": 60000, "policy": "defaultMove"},
+            "battle": {"mode": {"kind": "perTurn", "turnMs": 20000}, "policy": "skip"},
+        },
+    });
+    let mut m = Match::new(config);
+    assert_eq!(m.clock(), Some((1, 61_000)));
+    assert_eq!(m.state().deadlines["clock"].payload, json!({"serial": 1}));
+
+    // A placement changes no deadline.
+    applied(&m.place("p0", "long", 0, 0, "horizontal"));
+    assert_eq!(m.clock(), Some((1, 61_000)));
+    // Placing after the deadline is refused; the deadline then places for both.
+    m.now_ms = 61_000;
+    assert_eq!(rejected(&m.place("p0", "short", 2, 0, "horizontal")), RejectionCode::IllegalAction);
+    m.fire_clock().unwrap();
+    assert_eq!(m.position().flow.phase, "battle");
+    assert_eq!(fleet_of(&m, 0)["long"], json!({"row": 0, "column": 0, "orientation": "horizontal"}));
+    assert_eq!(m.clock(), Some((2, 81_010)), "the battle clock starts when the deadline fired");
+    assert_eq!(m.state().deadlines["clock"].payload, json!({"serial": 2, "seat": "p0"}));
+    assert_eq!(m.fire("clock", 1, 81_000), Err(LifecycleError::StaleDeadline));
+
+    // A shot in time replaces the clock: generation 3 for p1; generation 2 is stale.
+    m.now_ms = 70_000;
+    let p1_fleet = fleet_of(&m, 1);
+    applied(&m.fire_at("p0", 5, 5));
+    assert_eq!(m.clock(), Some((3, 90_010)));
+    assert_eq!(m.fire("clock", 2, 90_010), Err(LifecycleError::StaleDeadline));
+
+    // p1 lets its turn go: skipped, and p0 is to fire with a fresh clock.
+    m.fire_clock().unwrap();
+    assert_eq!(m.position().flow.actors.keys().collect::<Vec<_>>(), ["p0"]);
+    assert_eq!(m.position().data.to_value()["skips"], json!([{"seat": "p1", "shots": 1}]));
+    assert_eq!(m.clock(), Some((4, 110_010)));
+    // A shot at the due instant is too late (refused; the clock still runs).
+    m.now_ms = 110_000;
+    assert_eq!(rejected(&m.fire_at("p0", 4, 4)), RejectionCode::IllegalAction);
+    m.now_ms = 100_000;
+
+    // p0 sinks p1's auto-placed fleet, p1 firing at water... or skipping, in between.
+    let mut targets: Vec<(u8, u8)> = Vec::new();
+    for (ship, size) in [("long", 3u8), ("short", 2)] {
+        let at = &p1_fleet[ship];
+        let (r, c) = (at["row"].as_u64().unwrap() as u8, at["column"].as_u64().unwrap() as u8);
+        for k in 0..size {
+            targets.push(if at["orientation"] == "horizontal" { (r, c + k) } else { (r + k, c) });
+        }
+    }
+    for (i, (r, c)) in targets.iter().enumerate() {
+        applied(&m.fire_at("p0", *r, *c));
+        if i + 1 < targets.len() {
+            if i % 2 == 0 {
+                m.fire_clock().unwrap();
+            } else {
+                applied(&m.fire_at("p1", 5, i as u8));
+            }
+        }
+    }
+    let result = m.position().result.clone().expect("finished");
+    assert_eq!(
+        result,
+        juegoland_sdk::MatchResult::completed(
+            "fleet-destroyed",
+            [("p0", juegoland_sdk::Outcome::Win), ("p1", juegoland_sdk::Outcome::Loss)],
+        )
+    );
+    assert!(m.state().deadlines.is_empty(), "the finishing shot cancelled the clock");
     m.replay();
 }

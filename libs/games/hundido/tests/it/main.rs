@@ -1,9 +1,10 @@
 //! Integration tests of Hundido through its public API and through the real engine: the
 //! decisive concurrency case (independent placement, the barrier into battle), confluence of
-//! `actor` actions, random play, the bot, the erased form with its generated schemas, and
-//! the privacy oracle.
+//! `actor` actions, random play, the bot, the erased form with its generated schemas, the
+//! privacy oracle, and the clocks.
 
 mod bots;
+mod clock;
 mod engine;
 mod erased;
 mod privacy;

@@ -13,7 +13,7 @@ use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, check_conflue
 use juegoland_core::GameKey;
 use juegoland_hundido::{BOT_DEFAULT, Cell, Config, Data, Fleet, Hundido, ShotOutcome, Side, fleet};
 use juegoland_protocol::WireOffer;
-use juegoland_sdk::{EntropySource, Game, JsonPosition, Pos, Position};
+use juegoland_sdk::{EntropySource, Game, JsonPosition, Pos, Position, Recipient, SplitMix64};
 use serde_json::{Value, json};
 
 pub struct Oracle;
@@ -36,10 +36,20 @@ fn fired(data: &Data, side: Side) -> BTreeSet<Cell> {
 impl PrivacyOracle for Oracle {
     fn forbidden(&self, position: &JsonPosition, recipient: &str) -> Vec<Pattern> {
         // Internal event tags are never sent: only their visible forms are.
-        let mut patterns: Vec<Pattern> = ["shipPositioned", "seatReady", "battleBegan", "shotResolved", "seatWithdrew"]
-            .into_iter()
-            .map(|t| Pattern::Text(t.to_owned()))
-            .collect();
+        // Nor are deadline payloads (`serial`): they are internal.
+        let mut patterns: Vec<Pattern> = [
+            "shipPositioned",
+            "seatReady",
+            "battleBegan",
+            "shotResolved",
+            "seatWithdrew",
+            "seatTimedOut",
+            "fleetAutoPlaced",
+            "serial",
+        ]
+        .into_iter()
+        .map(|t| Pattern::Text(t.to_owned()))
+        .collect();
         let Some(me) = Side::from_seat(recipient) else { return patterns };
         let p = typed(position);
         let own = &p.data.players[me.index()].fleet;
@@ -140,6 +150,8 @@ fn no_recipient_learns_the_rivals_hidden_fleet() {
         (json!({}), 12, 300, 1),
         (json!({"adjacency": "no-touch", "keepTurnOnHit": true}), 8, 300, 2),
         (small(), 16, 200, 3),
+        // Clocked (long enough that no deadline falls due here): the views carry the clocks.
+        (with_clock(small(), 3_600_000, "skip"), 8, 200, 4),
     ] {
         let report = check_privacy(registry.clone(), &playouts(config.clone(), n, steps, seed), &Oracle)
             .unwrap_or_else(|leak| panic!("leak with {config}: {leak:#?}"));
@@ -173,7 +185,11 @@ fn the_oracle_catches_a_leaky_projection() {
     };
     let scrambled = Oracle.scramble(&json, "p0", &mut juegoland_sdk::SplitMix64(1)).unwrap();
     assert_ne!(scrambled.data.to_value()["players"][1], json.data.to_value()["players"][1], "the rival fleet moved");
-    assert_eq!(scrambled.data.to_value()["players"][0], json.data.to_value()["players"][0], "the recipient's fleet stays");
+    assert_eq!(
+        scrambled.data.to_value()["players"][0],
+        json.data.to_value()["players"][0],
+        "the recipient's fleet stays"
+    );
     let own = typed(&scrambled);
     let leaky = serde_json::to_string(&own.data.players[1].fleet).unwrap();
     assert_ne!(leaky, serde_json::to_string(&p.data.players[1].fleet).unwrap());
@@ -231,4 +247,110 @@ fn placement_is_confluent_through_the_engine() {
     let report = check_confluence(registry, &playouts(small(), 12, 60, 5), &NoBarrier)
         .unwrap_or_else(|e| panic!("not confluent: {e}"));
     assert!(report.pairs > 10, "{report:?}");
+}
+
+/// `config` with a placement deadline of `timeout_ms` (auto placement) and a per-turn battle
+/// clock of `timeout_ms` with `battle_policy`.
+fn with_clock(mut config: Value, timeout_ms: u32, battle_policy: &str) -> Value {
+    config["clock"] = json!({
+        "placement": {"timeoutMs": timeout_ms, "policy": "defaultMove"},
+        "battle": {"mode": {"kind": "perTurn", "turnMs": timeout_ms}, "policy": battle_policy},
+    });
+    config
+}
+
+/// Whether `json` contains `pattern` anywhere (the conformance checker's rule: a text in any
+/// key or string, an object with all of the pattern's fields).
+fn contains(json: &Value, pattern: &Pattern) -> bool {
+    let here = match (json, pattern) {
+        (Value::String(s), Pattern::Text(t)) => s.contains(t.as_str()),
+        (Value::Object(map), Pattern::Text(t)) => map.keys().any(|k| k.contains(t.as_str())),
+        (Value::Object(map), Pattern::Object(fields)) => fields.iter().all(|(k, v)| map.get(k) == Some(v)),
+        _ => false,
+    };
+    here || match json {
+        Value::Array(items) => items.iter().any(|v| contains(v, pattern)),
+        Value::Object(map) => map.values().any(|v| contains(v, pattern)),
+        _ => false,
+    }
+}
+
+/// Checks every seat's snapshot (forbidden patterns and non-interference under the oracle's
+/// scramble) and every publication since `from`; returns how many outputs were checked.
+fn check_outputs(m: &crate::engine::Match, from: usize, rng: &mut SplitMix64) -> usize {
+    let position = &m.live.state().position;
+    let mut checked = 0;
+    for seat in ["p0", "p1"] {
+        let forbidden = Oracle.forbidden(position, seat);
+        let text = juegoland_protocol::encode(&m.live.snapshot(Recipient::Seat(seat), &m.engine).unwrap());
+        let value: Value = serde_json::from_str(&text).unwrap();
+        if let Some(p) = forbidden.iter().find(|p| contains(&value, p)) {
+            panic!("{seat}'s snapshot holds {p:?}: {text}");
+        }
+        if let Some(scrambled) = Oracle.scramble(position, seat, rng) {
+            let mut state = m.live.state().clone();
+            state.position = scrambled;
+            let other = m.engine.load(state).expect("a scrambled position loads");
+            let other_text = juegoland_protocol::encode(&other.snapshot(Recipient::Seat(seat), &m.engine).unwrap());
+            assert_eq!(text, other_text, "{seat}'s snapshot changed with hidden state only");
+        }
+        checked += 1;
+    }
+    for (recipient, _, text) in &m.published[from..] {
+        let recipient = recipient.as_deref().unwrap_or_default();
+        let value: Value = serde_json::from_str(text).unwrap();
+        if let Some(p) = Oracle.forbidden(position, recipient).iter().find(|p| contains(&value, p)) {
+            panic!("a publication to {recipient} holds {p:?}: {text}");
+        }
+        checked += 1;
+    }
+    checked
+}
+
+/// Clocked matches through the engine in which deadlines do fire: auto-placed fleets,
+/// skipped turns, default shots and forfeits. Seats act through the bot, sometimes only
+/// partly through placement; a third of the time the clock runs out instead. Nothing any
+/// recipient receives reveals the rival's hidden fleet, and every match replays.
+#[test]
+fn timeouts_reveal_no_hidden_fleet() {
+    use crate::engine::Match;
+    let mut checked = 0;
+    let mut timeouts = 0;
+    let mut results = std::collections::BTreeMap::<String, usize>::new();
+    for (seed, policy) in (0..12u64).zip(["skip", "defaultMove", "forfeit"].into_iter().cycle()) {
+        let mut m = Match::with_seed(with_clock(small(), 20_000, policy), seed);
+        let mut rng = SplitMix64(seed);
+        let mut seen = 0;
+        for _ in 0..200 {
+            checked += check_outputs(&m, seen, &mut rng);
+            seen = m.published.len();
+            if let Some(result) = &m.live.state().position.result {
+                let reason = serde_json::to_value(result).unwrap()["reasonCode"].as_str().unwrap().to_owned();
+                *results.entry(reason).or_default() += 1;
+                break;
+            }
+            if rng.next_u64().is_multiple_of(3) {
+                m.fire_clock().expect("the clock deadline fires");
+                timeouts += 1;
+                continue;
+            }
+            let p = typed(&m.live.state().position);
+            let actors: Vec<String> = p.flow.actors.keys().cloned().collect();
+            let seat = &actors[(rng.next_u64() % actors.len() as u64) as usize];
+            let Some(action) = Hundido.bot_action(&p, seat, BOT_DEFAULT, &mut rng) else { continue };
+            let v = serde_json::to_value(&action).unwrap();
+            let action_type = v["type"].as_str().unwrap().to_owned();
+            let precondition = if action_type == "fire" {
+                juegoland_protocol::Precondition::Match { revision: m.live.state().revision }
+            } else {
+                m.actor_precondition(seat)
+            };
+            let envelope = m.envelope(precondition, &action_type, v["payload"].clone());
+            m.run(seat, &envelope);
+        }
+        m.replay();
+    }
+    assert!(timeouts > 30 && checked > 500, "{timeouts} timeouts, {checked} outputs");
+    assert!(results.values().sum::<usize>() >= 10, "most matches end: {results:?}");
+    assert!(results.contains_key("timeout") && results.contains_key("fleet-destroyed"), "{results:?}");
 }

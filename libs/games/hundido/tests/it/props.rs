@@ -2,9 +2,12 @@
 //! the `actor` policy), and invariants of random play.
 
 use juegoland_hundido::{
-    Action, Adjacency, BOT_DEFAULT, Config, Hundido, PHASE_PLACEMENT, STAGE_ARRANGE, ShipSpec, Side,
+    Action, Adjacency, BOT_DEFAULT, Clocks, Config, Hundido, PHASE_PLACEMENT, STAGE_ARRANGE, ShipSpec, Side,
 };
-use juegoland_sdk::{EntropySource, Game, Lifecycle, ParticipantStatus, Pos, RuleError, SplitMix64};
+use juegoland_sdk::{
+    ClockMode, EntropySource, Game, Lifecycle, ParticipantStatus, PhaseClock, Pos, RuleError, SplitMix64,
+    TimeoutPolicy, TurnClock,
+};
 use proptest::prelude::*;
 
 use crate::{commit, random_action, start, step, with_services};
@@ -13,12 +16,25 @@ fn config_strategy() -> impl Strategy<Value = Config> {
     prop_oneof![
         Just(Config::default()),
         Just(Config { adjacency: Adjacency::NoTouch, ..Config::default() }),
+        // Clocked: placement actions must stay independent of the clocks (they never touch
+        // them), and every timed transition keeps the invariants.
+        Just(Config {
+            clock: Some(Clocks {
+                placement: Some(PhaseClock { timeout_ms: 60_000, policy: TimeoutPolicy::DefaultMove }),
+                battle: Some(TurnClock {
+                    mode: ClockMode::PerPlayer { budget_ms: 60_000, increment_ms: 1_000 },
+                    policy: TimeoutPolicy::Skip,
+                }),
+            }),
+            ..Config::default()
+        }),
         (6u8..=8, 6u8..=8, any::<bool>(), any::<bool>()).prop_map(|(rows, columns, no_touch, keep)| Config {
             rows,
             columns,
             fleet: vec![ShipSpec::new("a", 3), ShipSpec::new("b", 2), ShipSpec::new("c", 2), ShipSpec::new("d", 1)],
             adjacency: if no_touch { Adjacency::NoTouch } else { Adjacency::Touch },
             keep_turn_on_hit: keep,
+            clock: None,
         }),
     ]
 }
