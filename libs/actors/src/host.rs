@@ -38,6 +38,10 @@ pub struct HostConfig {
     pub sweep_interval: Duration,
     /// A match quiet for this long is kept as compact JSON text until its next message.
     pub cool_after: Duration,
+    /// Deadlines of an active match due within this get a local timer (the fast path); the
+    /// durable scheduler fires the rest, and both go through the same generation check.
+    /// `None` leaves every firing to the scheduler.
+    pub local_deadline_horizon: Option<Duration>,
     /// Fault injection for crash tests: abort the process right after the N-th successful
     /// commit of a match actor, before answering or publishing. Never set in production.
     pub crash_after_commits: Option<u64>,
@@ -54,6 +58,7 @@ impl Default for HostConfig {
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
             cool_after: Duration::from_secs(1),
+            local_deadline_horizon: Some(Duration::from_secs(60)),
             crash_after_commits: None,
             lose_publications_of_revision: None,
         }
@@ -139,6 +144,11 @@ pub enum MatchMsg {
     IdleCheck,
     /// Keep the match as compact text if it stayed quiet for `HostConfig::cool_after`.
     Cool,
+    /// A local timer for the deadline `id` at `generation` is due (the fast path).
+    LocalDeadline {
+        id: String,
+        generation: u64,
+    },
     /// The committed state, for tests and admin reads.
     Inspect {
         reply: RpcReplyPort<MatchState>,
@@ -484,6 +494,8 @@ pub struct MatchActorState {
     cold: Option<Box<str>>,
     /// A `Cool` message is scheduled.
     cool_scheduled: bool,
+    /// Deadline generations with a local timer armed.
+    armed: std::collections::BTreeSet<(String, u64)>,
     last_activity: Instant,
     /// The revision a bot move is being computed for, if any.
     bot_pending: Option<u64>,
@@ -531,6 +543,7 @@ impl Actor for MatchActor {
             hot: Some(live),
             cold: None,
             cool_scheduled: false,
+            armed: Default::default(),
             last_activity: Instant::now(),
             bot_pending: None,
             bot_idle: None,
@@ -540,6 +553,7 @@ impl Actor for MatchActor {
 
     async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
         self.maybe_bot(&myself, state);
+        self.arm_deadlines(&myself, state);
         self.schedule_cool(&myself, state);
         Ok(())
     }
@@ -608,6 +622,9 @@ impl MatchActor {
                     }
                 }
                 self.maybe_bot(&myself, state);
+            }
+            MatchMsg::LocalDeadline { id, generation } => {
+                self.fire_local(&myself, state, id, generation).await;
             }
             MatchMsg::Cool => {
                 state.cool_scheduled = false;
@@ -766,6 +783,7 @@ impl MatchActor {
         }
         if commit.state.is_some() {
             self.maybe_bot(myself, state);
+            self.arm_deadlines(myself, state);
         }
         Ok(commit)
     }
@@ -823,6 +841,49 @@ impl MatchActor {
             })?;
         let commit = self.commit(myself, state, pending).await?;
         Ok(commit.state.map(|s| s.revision).unwrap_or_default())
+    }
+
+    /// Arms a local timer for each current deadline generation due within the horizon.
+    fn arm_deadlines(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
+        let (Some(live), Some(horizon)) = (&state.hot, self.shared.config.local_deadline_horizon) else { return };
+        let deadlines = &live.state().deadlines;
+        state.armed.retain(|(id, g)| deadlines.get(id).is_some_and(|d| d.generation == *g));
+        let horizon = i64::try_from(horizon.as_millis()).unwrap_or(i64::MAX);
+        let now = now_ms();
+        let due: Vec<(String, u64, i64)> = deadlines
+            .iter()
+            .filter(|(id, d)| d.due_ms - now <= horizon && !state.armed.contains(&((*id).clone(), d.generation)))
+            .map(|(id, d)| (id.clone(), d.generation, d.due_ms))
+            .collect();
+        for (id, generation, due_ms) in due {
+            let delay = Duration::from_millis(u64::try_from(due_ms - now).unwrap_or(0));
+            state.armed.insert((id.clone(), generation));
+            myself.send_after(delay, move || MatchMsg::LocalDeadline { id: id.clone(), generation });
+        }
+    }
+
+    /// Fires a deadline from its local timer, through the same generation check as the
+    /// durable scheduler's firing: whichever comes second is stale.
+    async fn fire_local(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState, id: String, generation: u64) {
+        state.armed.remove(&(id.clone(), generation));
+        let m = &self.shared.metrics;
+        let due_ms = state.live().state().deadlines.get(&id).filter(|d| d.generation == generation).map(|d| d.due_ms);
+        let request = LifecycleRequest::FireDeadline { id, generation };
+        match self.lifecycle(myself, state, &request).await {
+            Ok(_) => {
+                m.local_deadlines.with_label_values(&["fired"]).inc();
+                if let Some(due_ms) = due_ms {
+                    m.local_deadline_lag.observe((now_ms() - due_ms).max(0) as f64 / 1000.0);
+                }
+            }
+            Err(HostError::Lifecycle(LifecycleError::StaleDeadline | LifecycleError::Finished)) => {
+                m.local_deadlines.with_label_values(&["stale"]).inc();
+            }
+            Err(e) => {
+                warn!(match_id = %state.live().state().match_id, error = %e, "local deadline firing failed; the scheduler will fire it");
+                m.local_deadlines.with_label_values(&["failed"]).inc();
+            }
+        }
     }
 
     /// Starts computing a bot seat's move off the actor, if a bot is to act.

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the match host.
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -15,6 +15,11 @@ pub struct Metrics {
     pub actor_events: IntCounterVec,
     /// Outbox dispatch results: ok, failed, swept.
     pub dispatch: IntCounterVec,
+    /// Deadlines fired by the actor's local fast-path timer: fired, stale (the durable
+    /// scheduler or a newer generation got there first), failed.
+    pub local_deadlines: IntCounterVec,
+    /// Seconds from a deadline's due instant to its committed transition, local path.
+    pub local_deadline_lag: Histogram,
 }
 
 impl Metrics {
@@ -35,11 +40,32 @@ impl Metrics {
             Opts::new("juegoland_outbox_dispatch_total", "Outbox publications dispatched to the bus, by result"),
             &["result"],
         )?;
+        let local_deadlines = IntCounterVec::new(
+            Opts::new("juegoland_local_deadlines_total", "Deadlines fired by active matches' local timers, by outcome"),
+            &["outcome"],
+        )?;
+        let local_deadline_lag = Histogram::with_opts(
+            HistogramOpts::new(
+                "juegoland_local_deadline_lag_seconds",
+                "Due instant to committed transition for deadlines fired by the local fast path",
+            )
+            .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
+        )?;
+        registry.register(Box::new(local_deadlines.clone()))?;
+        registry.register(Box::new(local_deadline_lag.clone()))?;
         registry.register(Box::new(commands.clone()))?;
         registry.register(Box::new(command_seconds.clone()))?;
         registry.register(Box::new(active_actors.clone()))?;
         registry.register(Box::new(actor_events.clone()))?;
         registry.register(Box::new(dispatch.clone()))?;
-        Ok(Self { commands, command_seconds, active_actors, actor_events, dispatch })
+        Ok(Self {
+            commands,
+            command_seconds,
+            active_actors,
+            actor_events,
+            dispatch,
+            local_deadlines,
+            local_deadline_lag,
+        })
     }
 }

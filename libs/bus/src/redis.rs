@@ -3,37 +3,52 @@
 //!
 //! Writing. [`Bus::publish`] appends a revision's publications with explicit entry ids
 //! `<revision>-<n>`, n = 1, 2, … within the revision, and the fields `revision`, `recipient`
-//! (`""` for spectators), `count` (how many entries the revision has) and `encoded` (the
-//! recipient's `game.snapshot` text). All entries of one match go in one MULTI/EXEC with
+//! (`""` for spectators), `count` (how many entries the revision has), `encoded` (the
+//! recipient's `game.snapshot` text) and `published` (the publisher's wall clock when it sent
+//! the revision, in microseconds since the Unix epoch: readers ignore it; tools and the
+//! fan-out benchmark read it back with [`RedisBus::published`] to measure how long entries
+//! take to reach clients). All entries of one match go in one MULTI/EXEC with
 //! `XADD … MAXLEN ~ N`, followed by `EXPIRE`, so a reader sees a revision's entries together.
 //! Explicit ids make a re-publication idempotent: Redis refuses an id at or below the
 //! stream's top, so the outbox sweeper re-sending a revision that is already on the stream
 //! (or that a later revision superseded) adds nothing and counts as done. This rests on what
 //! the store guarantees: a match's revisions only grow, and a match id is never reused.
 //!
-//! Reading. One reader task per [`RedisBus`], on a connection of its own, multiplexes every
-//! watched match in one `XREAD BLOCK`. Connections then grow with gateways rather than with
-//! subscriptions, and all in-process subscribers of one match share one registration (a
-//! broadcast channel). A subscription's start is resolved before [`Bus::subscribe`] returns
-//! (the id of the stream's last entry, which is what `$` means, made concrete), so nothing
-//! published after it returns can be missed however late the reader includes the new key.
-//! To make that prompt, the blocked `XREAD` is woken with `CLIENT UNBLOCK` from the
-//! publishing connection; without it a new match would wait up to one block period.
+//! Reading. A [`RedisBus`] reads with reader tasks, each on a connection of its own (a blocked
+//! `XREAD` holds its connection) and each multiplexing at most
+//! [`RedisBusConfig::streams_per_reader`] watched matches in one `XREAD BLOCK`. A newly
+//! watched match goes to the first reader with room, and a new reader starts when every one
+//! is full; a match nobody watches any more leaves its reader's set at that reader's next
+//! round. The bound is what makes reading scale: a blocked `XREAD` returns as soon as ONE of
+//! its streams has news, and the next round sends, parses and blocks on every key again, so
+//! one read over all of 10,000 watched streams costs Redis and the reader O(10,000) per
+//! publication. Bounded sets keep a round cheap and let rounds of different readers overlap.
+//! Connections grow with watched matches / `streams_per_reader` (157 for 10,000 matches at
+//! the default 64), not with subscriptions: all in-process subscribers of one match share one
+//! registration (a broadcast channel). A reader whose matches are all gone keeps its
+//! connection and waits for the next match placed on it.
+//!
+//! A subscription's start is resolved before [`Bus::subscribe`] returns (the id of the
+//! stream's last entry, which is what `$` means, made concrete), so nothing published after
+//! it returns can be missed however late the reader includes the new key. To make that
+//! prompt, the reader's blocked `XREAD` is woken with `CLIENT UNBLOCK` from the publishing
+//! connection; without it a new match would wait up to one block period. Each watched stream
+//! keeps the id of the last entry read, so a key joining or leaving a reader's set loses
+//! nothing of the other streams.
 //!
 //! Gaps. Entry ids are dense: after `<r>-<k>` of a revision of `count` entries the next entry
 //! must be `<r>-<k+1>` when `k < count`, else `<r+1>-1`. The reader therefore knows the exact
 //! id that must come next; any other id means entries were trimmed away before it read them
 //! (or a revision never reached the stream), and its subscribers get [`BusItem::Gap`] before
 //! the reader carries on with what is there. This needs no extra round trip and also catches
-//! a trim in the middle of a revision. When the reader's connection drops, every watched
-//! match gets a `Gap` once Redis answers again and continues from its stream's end then.
+//! a trim in the middle of a revision. When a reader's connection drops, every match it serves
+//! gets a `Gap` once Redis answers again and continues from its stream's end then.
 
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use ::redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
@@ -53,6 +68,7 @@ const FIELD_REVISION: &str = "revision";
 const FIELD_RECIPIENT: &str = "recipient";
 const FIELD_COUNT: &str = "count";
 const FIELD_ENCODED: &str = "encoded";
+const FIELD_PUBLISHED: &str = "published";
 
 /// The first pause before the reader reconnects; it doubles up to [`RECONNECT_MAX`].
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
@@ -81,6 +97,12 @@ pub struct RedisBusConfig {
     pub read_block: Duration,
     /// The most entries one `XREAD` returns per stream. Default 512.
     pub read_count: usize,
+    /// The most watched matches one reader serves (the keys of one `XREAD`); past it a new
+    /// reader, with a connection of its own, starts. Default 64: Redis spends a few
+    /// microseconds per key each time a blocked read returns and is sent again, so a smaller
+    /// set costs it less per publication, at one connection per 64 watched matches
+    /// (`docs/benchmarks.md`, issue 6, has the measurements).
+    pub streams_per_reader: usize,
     /// Entries buffered per watched match in this process before a subscriber that does not
     /// keep up sees a gap. Default 1024.
     pub subscriber_buffer: usize,
@@ -96,6 +118,7 @@ impl Default for RedisBusConfig {
             response_timeout: Duration::from_secs(1),
             read_block: Duration::from_secs(2),
             read_count: 512,
+            streams_per_reader: 64,
             subscriber_buffer: 1024,
         }
     }
@@ -109,6 +132,9 @@ impl RedisBusConfig {
         }
         if self.read_count == 0 {
             return invalid("read_count");
+        }
+        if self.streams_per_reader == 0 {
+            return invalid("streams_per_reader");
         }
         if self.subscriber_buffer == 0 {
             return invalid("subscriber_buffer");
@@ -126,19 +152,22 @@ impl RedisBusConfig {
 /// The publication bus on Redis streams; see the module documentation for the entry format,
 /// the reader and how gaps are found.
 ///
-/// Dropping it stops its reader task, which ends every subscription stream it serves.
+/// Dropping it stops its reader tasks, which ends every subscription stream it serves.
 pub struct RedisBus {
     config: RedisBusConfig,
+    /// What the readers open their connections with.
+    client: Client,
     /// Publishing and the one-off reads of `subscribe` (it reconnects by itself).
     publisher: ConnectionManager,
     shared: Arc<Shared>,
-    reader: JoinHandle<()>,
+    /// The reader tasks started so far; aborted when the bus is dropped.
+    readers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl RedisBus {
     /// A bus on the Redis server at `url` (`redis://host:port/db`). It connects lazily and
     /// never fails because Redis is down: calls fail with [`BusError::Unavailable`] until it
-    /// is up. Spawns the reader task, so it must be called inside a Tokio runtime.
+    /// is up. Reader tasks start with the first subscriptions (inside the caller's runtime).
     pub fn new(url: &str, config: RedisBusConfig) -> Result<RedisBus, BusError> {
         config.validate()?;
         let client = Client::open(url).map_err(|e| BusError::InvalidConfig(format!("redis url {url:?}: {e}")))?;
@@ -152,10 +181,28 @@ impl RedisBus {
             .set_max_delay(Duration::from_millis(500));
         let publisher = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
             .map_err(|e| BusError::InvalidConfig(format!("redis connection manager: {e}")))?;
-        let shared = Arc::new(Shared { watches: Mutex::new(BTreeMap::new()), wake: Notify::new() });
-        let reader = Reader { client, unblocker: publisher.clone(), shared: shared.clone(), config: config.clone() };
-        let reader = tokio::spawn(reader.run().instrument(info_span!("redis_bus_reader")));
-        Ok(RedisBus { config, publisher, shared, reader })
+        let shared = Arc::new(Shared { state: Mutex::new(Watches::default()) });
+        Ok(RedisBus { config, client, publisher, shared, readers: Mutex::new(Vec::new()) })
+    }
+
+    /// How many reader tasks (and reading connections) the bus runs now.
+    pub fn readers(&self) -> usize {
+        self.readers.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Starts the reader of index `index`, which [`Watches::place`] has just added.
+    fn start_reader(&self, index: usize, wake: Arc<Notify>) {
+        let reader = Reader {
+            index,
+            wake,
+            client: self.client.clone(),
+            unblocker: self.publisher.clone(),
+            shared: self.shared.clone(),
+            config: self.config.clone(),
+        };
+        let task = tokio::spawn(reader.run().instrument(info_span!("redis_bus_reader", reader = index)));
+        self.readers.lock().unwrap_or_else(|p| p.into_inner()).push(task);
+        debug!(reader = index, "stream reader started");
     }
 
     /// The key of a match's stream: `juegoland:{<match id>}:pub`.
@@ -172,10 +219,33 @@ impl RedisBus {
         Ok(())
     }
 
+    /// When each revision of `match_id` still on its stream was published: the `published`
+    /// field of the revision's first entry (revisions written without it are left out). For
+    /// tools and benchmarks that measure how long publications take to reach clients.
+    pub async fn published(&self, match_id: Uuid) -> Result<BTreeMap<u64, SystemTime>, BusError> {
+        let mut conn = self.publisher.clone();
+        let entries: StreamRangeReply = bounded(
+            self.config.call_timeout,
+            "read the match stream",
+            ::redis::cmd("XRANGE").arg(Self::stream_key(match_id)).arg("-").arg("+").query_async(&mut conn),
+        )
+        .await?;
+        Ok(entries
+            .ids
+            .iter()
+            .filter_map(|entry| {
+                let id = EntryId::parse(&entry.id).filter(|id| id.seq == 1)?;
+                let micros: u64 = entry.get::<String>(FIELD_PUBLISHED)?.parse().ok()?;
+                Some((id.revision, UNIX_EPOCH + Duration::from_micros(micros)))
+            })
+            .collect())
+    }
+
     /// Appends the publications of one match in one transaction.
     async fn publish_match(&self, publications: &[Publication]) -> Result<(), BusError> {
         let match_id = publications[0].match_id;
         let key = Self::stream_key(match_id);
+        let published = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros());
         let mut pipe = ::redis::pipe();
         // `ignore_errors` returns each command's result, so a refused stale id can be told
         // apart from a real failure.
@@ -197,7 +267,9 @@ impl RedisBus {
                     .arg(FIELD_COUNT)
                     .arg(count)
                     .arg(FIELD_ENCODED)
-                    .arg(&*p.encoded);
+                    .arg(&*p.encoded)
+                    .arg(FIELD_PUBLISHED)
+                    .arg(published.to_string());
             }
         }
         if let Some(ttl) = self.config.stream_ttl {
@@ -223,7 +295,9 @@ impl RedisBus {
 
 impl Drop for RedisBus {
     fn drop(&mut self) {
-        self.reader.abort();
+        for reader in self.readers.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            reader.abort();
+        }
     }
 }
 
@@ -248,21 +322,24 @@ impl Bus for RedisBus {
         )
         .await?;
         let tail = end.ids.first().map_or(Tail::START, Tail::at);
-        let (rx, new) = {
-            let mut watches = self.shared.watches();
-            match watches.entry(match_id) {
+        let (rx, placed) = {
+            let mut state = self.shared.state();
+            match state.watch_mut(match_id) {
                 // The reader is at or before `tail` for this match; the filter below drops
                 // what lies between.
-                Entry::Occupied(watch) => (watch.get().tx.subscribe(), false),
-                Entry::Vacant(slot) => {
+                Some(watch) => (watch.tx.subscribe(), None),
+                None => {
                     let (tx, rx) = broadcast::channel(self.config.subscriber_buffer);
-                    slot.insert(Watch { key, tx, tail, stale: false });
-                    (rx, true)
+                    let placed = state.place(match_id, Watch { key, tx, tail, stale: false }, &self.config);
+                    (rx, Some(placed))
                 }
             }
         };
-        if new {
-            self.shared.wake.notify_one();
+        match placed {
+            Some(Placed { index, wake, new_reader: true }) => self.start_reader(index, wake),
+            // Wake the reader so that its next read includes the new stream.
+            Some(Placed { wake, .. }) => wake.notify_one(),
+            None => {}
         }
         Ok(follow(rx, tail.id))
     }
@@ -381,38 +458,96 @@ struct Watch {
     stale: bool,
 }
 
-/// The state the bus and its reader share.
+/// The state the bus and its readers share.
 struct Shared {
-    watches: Mutex<BTreeMap<Uuid, Watch>>,
-    /// Wakes the reader when a match is watched for the first time.
-    wake: Notify,
+    state: Mutex<Watches>,
+}
+
+/// Every watched match, by the reader that serves it.
+#[derive(Default)]
+struct Watches {
+    /// The reader serving each watched match.
+    reader_of: BTreeMap<Uuid, usize>,
+    /// The matches of each reader, by its index.
+    readers: Vec<ReaderSet>,
+}
+
+/// The matches one reader serves, and how to wake it.
+#[derive(Default)]
+struct ReaderSet {
+    watches: BTreeMap<Uuid, Watch>,
+    /// Wakes the reader when a match joins its set.
+    wake: Arc<Notify>,
+}
+
+/// Where [`Watches::place`] put a new watch.
+struct Placed {
+    index: usize,
+    wake: Arc<Notify>,
+    /// The reader is new: the caller starts it.
+    new_reader: bool,
+}
+
+impl Watches {
+    fn watch_mut(&mut self, match_id: Uuid) -> Option<&mut Watch> {
+        let index = *self.reader_of.get(&match_id)?;
+        self.readers[index].watches.get_mut(&match_id)
+    }
+
+    /// Adds the watch of a match nobody watches yet to the first reader with room, or to a new
+    /// reader when all are full.
+    fn place(&mut self, match_id: Uuid, watch: Watch, config: &RedisBusConfig) -> Placed {
+        let room = self.readers.iter().position(|r| r.watches.len() < config.streams_per_reader);
+        let (index, new_reader) = match room {
+            Some(index) => (index, false),
+            None => {
+                self.readers.push(ReaderSet::default());
+                (self.readers.len() - 1, true)
+            }
+        };
+        self.readers[index].watches.insert(match_id, watch);
+        self.reader_of.insert(match_id, index);
+        Placed { index, wake: self.readers[index].wake.clone(), new_reader }
+    }
 }
 
 impl Shared {
-    fn watches(&self) -> MutexGuard<'_, BTreeMap<Uuid, Watch>> {
-        self.watches.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> MutexGuard<'_, Watches> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The streams to read and where from, after forgetting matches nobody watches now.
-    fn batch(&self) -> Vec<(String, EntryId)> {
-        let mut watches = self.watches();
-        watches.retain(|_, w| w.tx.receiver_count() > 0);
-        watches.values().map(|w| (w.key.clone(), w.tail.id)).collect()
+    /// The streams reader `index` reads and where from, after forgetting its matches nobody
+    /// watches now.
+    fn batch(&self, index: usize) -> Vec<(String, EntryId)> {
+        let mut state = self.state();
+        let Watches { reader_of, readers } = &mut *state;
+        let set = &mut readers[index].watches;
+        set.retain(|match_id, w| {
+            let watched = w.tx.receiver_count() > 0;
+            if !watched {
+                reader_of.remove(match_id);
+            }
+            watched
+        });
+        set.values().map(|w| (w.key.clone(), w.tail.id)).collect()
     }
 
-    /// The reader's connection is gone: every watched match may miss entries from now on.
-    fn mark_stale(&self) {
-        for watch in self.watches().values_mut() {
+    /// Reader `index` lost its connection: every match it serves may miss entries from now on.
+    fn mark_stale(&self, index: usize) {
+        for watch in self.state().readers[index].watches.values_mut() {
             watch.stale = true;
         }
     }
 
-    /// Hands what one `XREAD` returned to the subscribers, a gap first wherever entries are
-    /// missing.
-    fn deliver(&self, reply: StreamReadReply) {
-        let mut watches = self.watches();
+    /// Hands what one `XREAD` of reader `index` returned to the subscribers, a gap first
+    /// wherever entries are missing.
+    fn deliver(&self, index: usize, reply: StreamReadReply) {
+        let mut state = self.state();
+        let watches = &mut state.readers[index].watches;
         for stream in reply.keys {
             let Some(match_id) = match_id_of(&stream.key) else { continue };
+            // A match forgotten since the read was sent (and maybe watched anew, on another
+            // reader, from a fresh start) is not this reader's any more.
             let Some(watch) = watches.get_mut(&match_id) else { continue };
             for entry in &stream.ids {
                 let Some(id) = EntryId::parse(&entry.id) else { continue };
@@ -474,8 +609,12 @@ fn decode(match_id: Uuid, id: EntryId, entry: &StreamId) -> Result<(Publication,
     Ok((Publication { match_id, revision, recipient, encoded: encoded.into() }, count))
 }
 
-/// The task that reads every watched stream and feeds the subscribers.
+/// A task that reads the streams of its set of watched matches and feeds their subscribers.
 struct Reader {
+    /// Its index in [`Watches::readers`].
+    index: usize,
+    /// Notified when a match joins its set.
+    wake: Arc<Notify>,
     client: Client,
     /// Sends `CLIENT UNBLOCK` to the reader's own blocked read (the publishing connection).
     unblocker: ConnectionManager,
@@ -502,14 +641,14 @@ impl Reader {
                 }
                 Err(e) => debug!(error = %e, "stream reader cannot reach redis"),
             }
-            self.shared.mark_stale();
+            self.shared.mark_stale(self.index);
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(RECONNECT_MAX);
         }
     }
 
-    /// A fresh reading connection, its client id, and every stale match moved to its
-    /// stream's end (with a gap for its subscribers).
+    /// A fresh reading connection, its client id, and every stale match of the reader moved
+    /// to its stream's end (with a gap for its subscribers).
     async fn connect(&self) -> RedisResult<(MultiplexedConnection, i64)> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.config.connect_timeout))
@@ -521,11 +660,15 @@ impl Reader {
         Ok((conn, client_id))
     }
 
-    /// Moves every stale match to its stream's end and tells its subscribers to resync:
-    /// whatever was published while the reader was away may be gone.
+    /// Moves every stale match of the reader to its stream's end and tells its subscribers to
+    /// resync: whatever was published while the reader was away may be gone.
     async fn recover(&self, conn: &mut MultiplexedConnection) -> RedisResult<()> {
-        let stale: Vec<(Uuid, String)> =
-            self.shared.watches().iter().filter(|(_, w)| w.stale).map(|(id, w)| (*id, w.key.clone())).collect();
+        let stale: Vec<(Uuid, String)> = self.shared.state().readers[self.index]
+            .watches
+            .iter()
+            .filter(|(_, w)| w.stale)
+            .map(|(id, w)| (*id, w.key.clone()))
+            .collect();
         if stale.is_empty() {
             return Ok(());
         }
@@ -534,7 +677,8 @@ impl Reader {
             pipe.cmd("XREVRANGE").arg(key).arg("+").arg("-").arg("COUNT").arg(1);
         }
         let ends: Vec<StreamRangeReply> = pipe.query_async(conn).await?;
-        let mut watches = self.shared.watches();
+        let mut state = self.shared.state();
+        let watches = &mut state.readers[self.index].watches;
         for ((match_id, _), end) in stale.iter().zip(ends) {
             if let Some(watch) = watches.get_mut(match_id)
                 && watch.stale
@@ -552,10 +696,10 @@ impl Reader {
     async fn read(&self, mut conn: MultiplexedConnection, client_id: i64) -> RedisError {
         let block_ms = self.config.read_block.as_millis();
         loop {
-            let batch = self.shared.batch();
+            let batch = self.shared.batch(self.index);
             if batch.is_empty() {
                 // Nothing to read: wait for a subscription rather than hold a read open.
-                self.shared.wake.notified().await;
+                self.wake.notified().await;
                 continue;
             }
             let mut xread = ::redis::cmd("XREAD");
@@ -567,7 +711,7 @@ impl Reader {
                 xread.arg(id.to_string());
             }
             match self.wakeable(xread.query_async::<Option<StreamReadReply>>(&mut conn), client_id).await {
-                Ok(Some(reply)) => self.shared.deliver(reply),
+                Ok(Some(reply)) => self.shared.deliver(self.index, reply),
                 // The block time passed, or a new match woke the read.
                 Ok(None) => {}
                 Err(e) => return e,
@@ -586,7 +730,7 @@ impl Reader {
             tokio::select! {
                 biased;
                 result = &mut read => return result,
-                () = self.shared.wake.notified(), if !woken => woken = true,
+                () = self.wake.notified(), if !woken => woken = true,
                 () = tokio::time::sleep(UNBLOCK_RETRY), if retry => {}
             }
             let mut conn = self.unblocker.clone();
@@ -668,20 +812,53 @@ mod tests {
         assert_eq!(items.iter().map(revision_of).collect::<Vec<_>>(), [None, Some(4), Some(5)]);
     }
 
+    fn watch(id: Uuid) -> (Watch, broadcast::Receiver<Delivery>) {
+        let (tx, rx) = broadcast::channel(4);
+        (Watch { key: RedisBus::stream_key(id), tx, tail: Tail::START, stale: false }, rx)
+    }
+
     #[test]
     fn matches_nobody_watches_are_no_longer_read() {
-        let shared = Shared { watches: Mutex::new(BTreeMap::new()), wake: Notify::new() };
+        let shared = Shared { state: Mutex::new(Watches::default()) };
+        let config = RedisBusConfig::default();
         let (watched, unwatched) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let mut receivers = Vec::new();
         for id in [watched, unwatched] {
-            let (tx, rx) = broadcast::channel(4);
+            let (watch, rx) = watch(id);
             receivers.push(rx);
-            let watch = Watch { key: RedisBus::stream_key(id), tx, tail: Tail::START, stale: false };
-            shared.watches().insert(id, watch);
+            shared.state().place(id, watch, &config);
         }
         drop(receivers.pop());
-        assert_eq!(shared.batch(), [(RedisBus::stream_key(watched), EntryId::ZERO)]);
-        assert_eq!(shared.watches().keys().copied().collect::<Vec<_>>(), [watched]);
+        assert_eq!(shared.batch(0), [(RedisBus::stream_key(watched), EntryId::ZERO)]);
+        let state = shared.state();
+        assert_eq!(state.readers[0].watches.keys().copied().collect::<Vec<_>>(), [watched]);
+        assert_eq!(state.reader_of.keys().copied().collect::<Vec<_>>(), [watched]);
+    }
+
+    #[test]
+    fn readers_serve_bounded_sets_and_reuse_freed_room() {
+        let shared = Shared { state: Mutex::new(Watches::default()) };
+        let config = RedisBusConfig { streams_per_reader: 2, ..RedisBusConfig::default() };
+        let mut receivers = Vec::new();
+        let mut placed = Vec::new();
+        for n in 1..=5 {
+            let (watch, rx) = watch(Uuid::from_u128(n));
+            receivers.push(rx);
+            let p = shared.state().place(Uuid::from_u128(n), watch, &config);
+            placed.push((p.index, p.new_reader));
+        }
+        assert_eq!(placed, [(0, true), (0, false), (1, true), (1, false), (2, true)]);
+        // Match 1 is no longer watched: its reader drops it at its next round, and the next
+        // new match takes its place instead of starting a fourth reader.
+        drop(receivers.remove(0));
+        assert_eq!(shared.batch(0).len(), 1);
+        let (watch, _rx) = watch(Uuid::from_u128(6));
+        let p = shared.state().place(Uuid::from_u128(6), watch, &config);
+        assert_eq!((p.index, p.new_reader), (0, false));
+        let state = shared.state();
+        assert_eq!(state.readers.iter().map(|r| r.watches.len()).collect::<Vec<_>>(), [2, 2, 1]);
+        assert_eq!(state.reader_of.get(&Uuid::from_u128(6)), Some(&0));
+        assert_eq!(state.reader_of.get(&Uuid::from_u128(1)), None);
     }
 
     #[test]

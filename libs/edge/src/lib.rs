@@ -18,4 +18,4 @@ mod ws;
 
 pub use auth::Tokens;
 pub use http::{EdgeOptions, EdgeState, router};
-pub use ws::GatewayConfig;
+pub use ws::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig, Shutdown};

@@ -14,6 +14,20 @@
 //! are never called: answers are protocol messages. Disconnecting ends the loop like a closed
 //! WebSocket.
 //!
+//! Backpressure. Socket.IO queues a session's packets in socketioxide's buffer, bounded by
+//! `max_buffer_size` (the gateway's `outgoing_queue`, 256); an emit into a full buffer fails
+//! with `InternalChannelFull`. That means the client does not read: the protocol loop ends
+//! (its subscriptions with it, so nothing more is queued for it) and the socket is
+//! disconnected. socketioxide's `disconnect` itself needs room for its DISCONNECT packet, so
+//! it is retried until it goes out or the session is gone; engine.io's heartbeat closes a
+//! session whose ping finds the buffer full, so that takes at most one ping interval (25 s).
+//! A client that emits faster than its loop consumes (more than 256 queued events) is
+//! disconnected the same way.
+//!
+//! Shutdown. The layer's `SocketIo` is registered with the gateway's [`Shutdown`], which
+//! closes every session with `SocketIo::close` (an engine.io close packet: clients reconnect,
+//! to another gateway).
+//!
 //! The handlers are socketioxide handler types of this module rather than async closures:
 //! socketioxide runs an async handler in a task of its own, which would let two events of one
 //! client overtake each other; [`Forward`] queues each event synchronously in arrival order,
@@ -41,7 +55,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tracing::{debug, warn};
 
 use crate::auth::Tokens;
-use crate::ws::{Frame, Gateway, Outbox, Outgoing, serve_frames};
+use crate::ws::{Ended, Frame, Gateway, Outbox, Outgoing, Overflow, Shutdown, serve_frames};
 
 /// The event names a client may emit: the client message types.
 const CLIENT_TYPES: [&str; 4] =
@@ -57,9 +71,8 @@ const INCOMING_QUEUE: usize = 256;
 /// its own 64 KiB limit with MESSAGE_TOO_LARGE.
 const MAX_PAYLOAD: usize = 2 << 20;
 
-/// How long the writer waits before retrying an emit refused because the socket's send buffer
-/// is full.
-const FULL_RETRY: Duration = Duration::from_millis(5);
+/// How often a disconnect refused because the socket's buffer is full is tried again.
+const DISCONNECT_RETRY: Duration = Duration::from_millis(100);
 
 type Sock = Socket<LocalAdapter>;
 
@@ -71,6 +84,7 @@ pub(crate) fn layer(gateway: Gateway, tokens: Tokens) -> SocketIoLayer {
         .ws_max_message_size(MAX_PAYLOAD)
         .ws_max_frame_size(MAX_PAYLOAD)
         .build_layer();
+    gateway.config.shutdown.add_socket_io(io.clone());
     io.ns("/", Connect { gateway, tokens });
     layer
 }
@@ -139,11 +153,12 @@ fn principal(tokens: &Tokens, auth: Option<&Value>) -> Option<String> {
 /// Starts the protocol loop of an authenticated socket: its event handlers feed the loop,
 /// and a writer emits what the loop sends.
 fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
+    let session = gateway.config.shutdown.session();
     let (tx, mut rx) = mpsc::channel(INCOMING_QUEUE);
     for kind in CLIENT_TYPES {
-        socket.on(kind, Forward { tx: tx.clone(), kind: Some(kind) });
+        socket.on(kind, Forward { tx: tx.clone(), shutdown: gateway.config.shutdown.clone(), kind: Some(kind) });
     }
-    socket.on_fallback(Forward { tx: tx.clone(), kind: None });
+    socket.on_fallback(Forward { tx: tx.clone(), shutdown: gateway.config.shutdown.clone(), kind: None });
     socket.on_disconnect(move || {
         let tx = tx.clone();
         async move {
@@ -154,19 +169,43 @@ fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
     // so a strong reference would keep a socket that never connected alive forever.
     let weak = Arc::downgrade(socket);
     tokio::spawn(async move {
+        let _session = session;
         gateway.metrics.connections.inc();
         let (out, outgoing) = Outbox::channel(gateway.config.outgoing_queue);
-        let writer = tokio::spawn(write(weak, outgoing));
+        let writer = tokio::spawn(write(weak.clone(), outgoing, out.overflow_handle()));
         let frames = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        serve_frames(gateway.clone(), principal, frames, out).await;
+        let ended = serve_frames(gateway.clone(), principal, frames, out).await;
         let _ = writer.await;
         gateway.metrics.connections.dec();
+        match ended {
+            // `SocketIo::close` ends the session: no DISCONNECT packet, so the client
+            // reconnects.
+            Ended::Shutdown => {}
+            Ended::Closed | Ended::Overflowed => disconnect(weak, &gateway.config.shutdown).await,
+        }
     });
 }
 
+/// Disconnects the socket, retrying while its buffer has no room for the DISCONNECT packet,
+/// until it goes out or the session is gone (engine.io's heartbeat closes a session whose
+/// buffer stays full). Not on shutdown, where `SocketIo::close` closes every session.
+async fn disconnect(socket: Weak<Sock>, shutdown: &Shutdown) {
+    loop {
+        let Some(s) = socket.upgrade().filter(|s| s.connected()) else { return };
+        if shutdown.has_begun() {
+            return;
+        }
+        match s.disconnect() {
+            Err(SocketError::InternalChannelFull) => tokio::time::sleep(DISCONNECT_RETRY).await,
+            Ok(()) | Err(SocketError::Closed) => return,
+        }
+    }
+}
+
 /// Emits each server message as an event named by its type, until the loop and its tasks are
-/// done or the socket is gone.
-async fn write(socket: Weak<Sock>, mut outgoing: mpsc::Receiver<Outgoing>) {
+/// done or the socket is gone. An emit refused because the socket's buffer is full marks the
+/// outbox overflowed, which ends the loop.
+async fn write(socket: Weak<Sock>, mut outgoing: mpsc::Receiver<Outgoing>, out: Overflow) {
     while let Some(message) = outgoing.recv().await {
         let argument = match RawValue::from_string(message.text.as_str().to_owned()) {
             Ok(a) => a,
@@ -175,31 +214,24 @@ async fn write(socket: Weak<Sock>, mut outgoing: mpsc::Receiver<Outgoing>) {
                 continue;
             }
         };
-        loop {
-            let Some(s) = socket.upgrade() else { return };
-            match s.emit(message.kind, &argument) {
-                Ok(()) => break,
-                Err(SendError::Socket(SocketError::InternalChannelFull)) => {
-                    // The client reads slower than we write: wait, as a WebSocket send would.
-                    drop(s);
-                    tokio::time::sleep(FULL_RETRY).await;
-                }
-                Err(SendError::Socket(SocketError::Closed)) => return,
-                Err(e) => {
-                    warn!(error = %e, "socket.io emit failed");
-                    break;
-                }
+        let Some(s) = socket.upgrade() else { return };
+        match s.emit(message.kind, &argument) {
+            Ok(()) => {}
+            Err(SendError::Socket(SocketError::InternalChannelFull)) => {
+                // The client does not read: more than `outgoing_queue` packets wait for it.
+                out.overflow();
+                return;
             }
+            Err(SendError::Socket(SocketError::Closed)) => return,
+            Err(e) => warn!(error = %e, "socket.io emit failed"),
         }
-    }
-    if let Some(s) = socket.upgrade().filter(|s| s.connected()) {
-        let _ = s.disconnect();
     }
 }
 
 /// Queues a socket's events for its protocol loop, synchronously and so in arrival order.
 struct Forward {
     tx: mpsc::Sender<Frame>,
+    shutdown: Shutdown,
     /// The client message type this handler is registered for; `None` for the fallback that
     /// receives every other event name.
     kind: Option<&'static str>,
@@ -216,9 +248,8 @@ impl MessageHandler<LocalAdapter, Forwarding> for Forward {
         };
         if let Err(TrySendError::Full(_)) = self.tx.try_send(frame) {
             debug!("socket.io client sends faster than it reads; disconnecting");
-            tokio::spawn(async move {
-                let _ = socket.disconnect();
-            });
+            let (socket, shutdown) = (Arc::downgrade(&socket), self.shutdown.clone());
+            tokio::spawn(async move { disconnect(socket, &shutdown).await });
         }
     }
 }

@@ -1,7 +1,8 @@
-//! The node and router processes: typed configuration (defaults and environment overrides
-//! next to each field), start-up, the drain on SIGTERM and the self-fence on a lost lease.
-//! `services/node`, `services/router` and the `juegoland node|router` subcommands all run
-//! these functions.
+//! The node, router, gateway and scheduler processes: typed configuration (defaults and
+//! environment overrides next to each field), start-up, the drain on SIGTERM and the
+//! self-fence on a lost lease. `services/node`, `services/router`, `services/gateway`,
+//! `services/scheduler` and the `juegoland node|router|gateway|scheduler` subcommands all
+//! run these functions.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use tracing::{error, info, warn};
 
 use crate::node::{NodeMetrics, NodeService};
 use crate::router::{Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
+use crate::scheduler::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_cluster::{Heartbeat, Membership, join};
 
 /// Settings of a node process.
@@ -57,6 +59,10 @@ pub struct NodeConfig {
     /// Seconds without messages before a match actor passivates.
     #[arg(long, env = "JUEGOLAND_IDLE_PASSIVATION", default_value_t = 300)]
     pub idle_passivation: u64,
+    /// Deadlines of active matches due within this many milliseconds fire from a local timer
+    /// (the fast path; the durable scheduler stays the authority). 0 turns it off.
+    #[arg(long, env = "JUEGOLAND_LOCAL_DEADLINE_HORIZON_MS", default_value_t = 60_000)]
+    pub local_deadline_horizon_ms: u64,
     /// Fault injection for crash tests: abort right after the N-th commit.
     #[arg(long, hide = true)]
     pub fault_crash_after_commits: Option<u64>,
@@ -116,6 +122,68 @@ pub struct GatewayConfig {
     /// Client messages a connection may send in a burst.
     #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
     pub rate_burst: u32,
+}
+
+/// Settings of a scheduler process.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SchedulerConfig {
+    /// The routers' gRPC URLs, comma-separated (`http://127.0.0.1:7000,http://127.0.0.1:7001`):
+    /// deadlines are fired through them.
+    #[arg(long, env = "JUEGOLAND_ROUTERS", value_delimiter = ',', required = true)]
+    pub routers: Vec<String>,
+    /// PostgreSQL URL of the store, where due deadlines are claimed.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
+    pub database_url: String,
+    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:9200")]
+    pub http: SocketAddr,
+    /// This replica's name in the claims it takes (in Kubernetes, the pod name); a random
+    /// `scheduler-…` by default. Replicas running at once need distinct names.
+    #[arg(long, env = "JUEGOLAND_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// The longest sleep between two polls, in milliseconds (the loop wakes sooner for a
+    /// deadline it knows is due sooner).
+    #[arg(long, env = "JUEGOLAND_SCHEDULER_POLL_MS", default_value_t = 250)]
+    pub poll_interval_ms: u64,
+    /// The most deadlines claimed per poll.
+    #[arg(long, env = "JUEGOLAND_SCHEDULER_BATCH", default_value_t = 256)]
+    pub batch: usize,
+    /// How long a claim keeps other replicas away, in milliseconds: longer than a firing
+    /// may take (the routers' retry budget), and the back-off of a failed firing.
+    #[arg(long, env = "JUEGOLAND_SCHEDULER_LEASE_MS", default_value_t = 10_000)]
+    pub lease_ms: u64,
+    /// The most firings in flight at once.
+    #[arg(long, env = "JUEGOLAND_SCHEDULER_CONCURRENCY", default_value_t = 64)]
+    pub concurrency: usize,
+    /// Connections of the store's pool (claims and counts only).
+    #[arg(long, env = "JUEGOLAND_DATABASE_POOL", default_value_t = 4)]
+    pub database_pool: u32,
+    /// Milliseconds past a deadline's due instant left to the owning node's local timer
+    /// before this replica claims it (0 when nodes run without local timers).
+    #[arg(long, env = "JUEGOLAND_SCHEDULER_GRACE_MS", default_value_t = 200)]
+    pub grace_ms: u64,
+}
+
+impl SchedulerConfig {
+    /// The loop's options for this replica.
+    pub fn options(&self) -> anyhow::Result<SchedulerOptions> {
+        let claimant = match &self.replica_id {
+            Some(id) => id.clone(),
+            None => {
+                let mut bytes = [0u8; 4];
+                getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random replica id: {e}"))?;
+                format!("scheduler-{:08x}", u32::from_le_bytes(bytes))
+            }
+        };
+        Ok(SchedulerOptions {
+            poll_interval: Duration::from_millis(self.poll_interval_ms),
+            batch: self.batch.max(1),
+            lease: Duration::from_millis(self.lease_ms),
+            concurrency: self.concurrency.max(1),
+            grace: Duration::from_millis(self.grace_ms),
+            ..SchedulerOptions::new(claimant)
+        })
+    }
 }
 
 /// Waits for SIGTERM or Ctrl-C.
@@ -187,6 +255,8 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     membership.refresh_now().await;
     let host_config = HostConfig {
         idle_passivation: Duration::from_secs(config.idle_passivation),
+        local_deadline_horizon: (config.local_deadline_horizon_ms > 0)
+            .then(|| Duration::from_millis(config.local_deadline_horizon_ms)),
         crash_after_commits: config.fault_crash_after_commits,
         lose_publications_of_revision: config.fault_lose_publications_of_revision,
         ..HostConfig::default()
@@ -285,6 +355,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
     let prometheus = prometheus::Registry::new();
+    let shutdown = juegoland_edge::Shutdown::default();
     let tokens = match (&config.jwt_secret, &config.jwt_public_key_file) {
         (_, Some(path)) => {
             let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
@@ -301,6 +372,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
             cursor_interval: Duration::from_secs(config.cursor_interval),
             messages_per_second: config.rate_limit,
             burst: config.rate_burst,
+            shutdown: shutdown.clone(),
             ..Default::default()
         },
     };
@@ -310,7 +382,16 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     let http_addr = http.local_addr()?;
     info!(http = %http_addr, "gateway serving");
     println!("gateway serving http http://{http_addr}/");
-    axum::serve(http, juegoland_edge::router(edge)).with_graceful_shutdown(terminated()).await?;
+    // On SIGTERM the client sessions close first — WebSocket close frames, Socket.IO close
+    // packets — so clients reconnect to another gateway at once; then HTTP stops.
+    let stopping = async move {
+        terminated().await;
+        let open = shutdown.close_sessions(Duration::from_secs(5)).await;
+        if open > 0 {
+            warn!(sessions = open, "client sessions still open after the grace period; dropping them");
+        }
+    };
+    axum::serve(http, juegoland_edge::router(edge)).with_graceful_shutdown(stopping).await?;
     info!("gateway stopped");
     Ok(())
 }
@@ -372,5 +453,45 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     let _ = stop_tx.send(true);
     let _ = server.await;
     let _ = web.await;
+    Ok(())
+}
+
+/// Runs a scheduler replica until SIGTERM: claims due deadlines in PostgreSQL and fires them
+/// through the routers; then lets the firings in flight finish and gives back the claims of
+/// those that failed.
+pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyhow::Result<()> {
+    let scheduling = config.options()?;
+    let options: sqlx::postgres::PgConnectOptions = config.database_url.parse().context("parse the database URL")?;
+    let pool = PgStore::pool_options().max_connections(config.database_pool.max(1));
+    let store = PgStore::connect_with(pool, options).await.context("connect to PostgreSQL (store)")?;
+    let calls =
+        RouterCalls::new(&config.routers, Arc::new(registry), Duration::from_secs(10)).context("router addresses")?;
+    let prometheus = prometheus::Registry::new();
+    let metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
+    let http_addr = http.local_addr()?;
+    let health = health_routes(prometheus, ready.clone());
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let web = tokio::spawn(async move {
+        axum::serve(http, health)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    let replica = scheduling.claimant.clone();
+    let scheduler = Scheduler::start(Arc::new(store.clone()), Arc::new(Remote(calls)), scheduling, metrics);
+    info!(replica = %replica, http = %http_addr, "scheduler serving");
+    // Tests and scripts read this line to find the port when started with port 0.
+    println!("scheduler {replica} serving http http://{http_addr}/");
+    terminated().await;
+    info!(replica = %replica, "scheduler stopping");
+    ready.store(false, std::sync::atomic::Ordering::SeqCst);
+    scheduler.stop().await;
+    let _ = stop_tx.send(true);
+    let _ = web.await;
+    store.close().await;
+    info!(replica = %replica, "scheduler stopped");
     Ok(())
 }

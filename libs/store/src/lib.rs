@@ -34,11 +34,25 @@
 //! owner epoch; [`Store::release`] gives it up. Clones of a handle share its data, so
 //! `store.clone().owned_by(other)` is a second owner over the same data.
 //!
+//! # Deadline claims
+//!
+//! Pending deadlines are fired by scheduler replicas, any number of them at once. A replica
+//! takes a batch with [`Store::claim_deadlines`]: due pending rows nobody holds a live claim
+//! on become its own for a lease (PostgreSQL: one `UPDATE` over a `SELECT … FOR UPDATE SKIP
+//! LOCKED`, so two replicas never claim the same row; the lease runs on the database clock).
+//! It fires each through its match; the match's commit turns the row `fired` (or, for a
+//! generation replaced meanwhile, the match refuses it as stale). A replica that dies leaves
+//! its claims behind; they expire and are claimed again. Claims only share the work: safety
+//! rests on the match's generation check and its commit, never on a lease.
+//! SQLite and memory claims are the same contract for one process.
+//!
 //! # Errors
 //!
 //! [`StoreError::Conflict`] means the caller's view is stale (reload); [`StoreError::Unavailable`]
 //! means nothing was written and the same commit may be retried later;
 //! [`StoreError::Corrupt`] means a human must look.
+
+use std::time::Duration;
 
 use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
 use uuid::Uuid;
@@ -119,6 +133,31 @@ pub trait Store: Send + Sync + 'static {
     /// then by match, id and generation. Reading does not consume them: firing goes through
     /// the match (its generation check and commit).
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError>;
+    /// Claims for `claimant` (a scheduler replica) up to `limit` pending deadlines due at
+    /// `now_ms` that no one holds a live claim on, earliest first, for `lease`: until it
+    /// passes, no other claimant gets them (see "Deadline claims" in the crate docs).
+    /// Fired and cancelled deadlines are never returned; an expired claim is claimable again
+    /// by anyone. The result is sorted like [`Store::due_deadlines`].
+    async fn claim_deadlines(
+        &self,
+        claimant: &str,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<DueDeadline>, StoreError>;
+    /// Gives back `claimant`'s claims on `deadlines` (those still pending): anyone may claim
+    /// them again at once. Claims held by another claimant are left alone.
+    async fn release_deadlines(&self, claimant: &str, deadlines: &[DueDeadline]) -> Result<(), StoreError>;
+    /// Marks `cancelled` those of `deadlines` that are still pending in a FINISHED match (a
+    /// finished match fires nothing: its rules kept a deadline they did not cancel). Pending
+    /// deadlines of active matches are left alone, so a wrong caller cannot cancel a live
+    /// deadline.
+    async fn cancel_finished_deadlines(&self, deadlines: &[DueDeadline]) -> Result<(), StoreError>;
+    /// How many deadlines are pending (claimed or not, due or not); for the scheduler's gauge.
+    async fn pending_deadlines(&self) -> Result<u64, StoreError>;
+    /// The earliest due instant of the pending deadlines due strictly after `after_ms`, so a
+    /// scheduler can wake for it.
+    async fn next_deadline_due(&self, after_ms: i64) -> Result<Option<i64>, StoreError>;
     /// Makes this store's owner the owner of `match_id`, whoever owned it before (the last
     /// claim wins), increments its owner epoch and returns the new epoch; `None` when the
     /// match does not exist. From then on the commits of the previous owner are conflicts.

@@ -1,7 +1,8 @@
 //! The in-memory backend: atomic (one lock per commit), not durable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
 use tokio::sync::Mutex;
@@ -23,10 +24,39 @@ struct Inner {
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
     /// (match, revision) → publications and whether they were dispatched.
     outbox: BTreeMap<(Uuid, u64), (Vec<Publication>, bool)>,
+    /// Deadline claims: (match, id, generation) → claimant and when the claim expires.
+    claims: BTreeMap<DeadlineKey, (String, Instant)>,
+    /// Deadlines of finished matches that were cancelled (the state still lists them).
+    cancelled: BTreeSet<DeadlineKey>,
+}
+
+type DeadlineKey = (Uuid, String, u64);
+
+fn key(d: &DueDeadline) -> DeadlineKey {
+    (d.match_id, d.deadline_id.clone(), d.generation)
+}
+
+impl Inner {
+    /// The pending deadlines of every match: those of its current state, but the cancelled.
+    fn pending(&self) -> impl Iterator<Item = DueDeadline> + '_ {
+        self.matches
+            .values()
+            .flat_map(|stored| {
+                let state = &stored.state;
+                state.deadlines.iter().map(|(id, d)| DueDeadline {
+                    match_id: state.match_id,
+                    deadline_id: id.clone(),
+                    generation: d.generation,
+                    due_ms: d.due_ms,
+                })
+            })
+            .filter(|d| !self.cancelled.contains(&key(d)))
+    }
 }
 
 /// An in-memory store: atomic (one lock per commit), not durable. Its pending deadlines
-/// are those of each match's current state.
+/// are those of each match's current state (but those of finished matches it was asked to
+/// cancel); deadline claims expire on this process's monotonic clock.
 ///
 /// A handle: clones share the same data, so `store.clone().owned_by(node)` is a second
 /// owner over the same matches (as two nodes over one database).
@@ -138,29 +168,67 @@ impl Store for MemoryStore {
 
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError> {
         let inner = self.inner.lock().await;
-        let mut due: Vec<DueDeadline> = inner
-            .matches
-            .values()
-            .map(|stored| &stored.state)
-            .flat_map(|state| {
-                state.deadlines.iter().filter(|(_, d)| d.due_ms <= now_ms).map(|(id, d)| DueDeadline {
-                    match_id: state.match_id,
-                    deadline_id: id.clone(),
-                    generation: d.generation,
-                    due_ms: d.due_ms,
-                })
-            })
-            .collect();
-        due.sort_by(|a, b| {
-            (a.due_ms, a.match_id, &a.deadline_id, a.generation).cmp(&(
-                b.due_ms,
-                b.match_id,
-                &b.deadline_id,
-                b.generation,
-            ))
-        });
+        let mut due: Vec<DueDeadline> = inner.pending().filter(|d| d.due_ms <= now_ms).collect();
+        crate::rows::sort_due(&mut due);
         due.truncate(limit);
         Ok(due)
+    }
+
+    async fn claim_deadlines(
+        &self,
+        claimant: &str,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<DueDeadline>, StoreError> {
+        let mut inner = self.inner.lock().await;
+        let now = Instant::now();
+        let mut due: Vec<DueDeadline> = inner
+            .pending()
+            .filter(|d| d.due_ms <= now_ms)
+            .filter(|d| inner.claims.get(&key(d)).is_none_or(|(_, until)| *until < now))
+            .collect();
+        crate::rows::sort_due(&mut due);
+        due.truncate(limit);
+        // Claims of deadlines no longer pending are forgotten on the way.
+        let pending: BTreeSet<DeadlineKey> = inner.pending().map(|d| key(&d)).collect();
+        inner.claims.retain(|k, _| pending.contains(k));
+        for d in &due {
+            inner.claims.insert(key(d), (claimant.to_owned(), now + lease));
+        }
+        Ok(due)
+    }
+
+    async fn release_deadlines(&self, claimant: &str, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        for d in deadlines {
+            if inner.claims.get(&key(d)).is_some_and(|(by, _)| by == claimant) {
+                inner.claims.remove(&key(d));
+            }
+        }
+        Ok(())
+    }
+
+    async fn cancel_finished_deadlines(&self, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        for d in deadlines {
+            let finished_holds_it = inner.matches.get(&d.match_id).is_some_and(|m| {
+                m.state.is_finished()
+                    && m.state.deadlines.get(&d.deadline_id).is_some_and(|x| x.generation == d.generation)
+            });
+            if finished_holds_it {
+                inner.cancelled.insert(key(d));
+            }
+        }
+        Ok(())
+    }
+
+    async fn pending_deadlines(&self) -> Result<u64, StoreError> {
+        Ok(self.inner.lock().await.pending().count() as u64)
+    }
+
+    async fn next_deadline_due(&self, after_ms: i64) -> Result<Option<i64>, StoreError> {
+        Ok(self.inner.lock().await.pending().map(|d| d.due_ms).filter(|due| *due > after_ms).min())
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

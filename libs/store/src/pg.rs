@@ -201,12 +201,95 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| store_error(PG, "list due deadlines", e))?;
-        found
-            .into_iter()
-            .map(|(match_id, deadline_id, generation, due_ms)| {
-                Ok(DueDeadline { match_id, deadline_id, generation: rows::to_u64(generation, "generation")?, due_ms })
-            })
-            .collect()
+        rows::due_sorted(found)
+    }
+
+    async fn claim_deadlines(
+        &self,
+        claimant: &str,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<DueDeadline>, StoreError> {
+        // `SKIP LOCKED`: rows another replica is claiming right now (or a commit is closing)
+        // are left to it; a row whose claim or state changed meanwhile is re-checked against
+        // the inner `WHERE` once its lock is taken, so two claimants never share a row.
+        let found: Vec<(Uuid, String, i64, i64)> = sqlx::query_as(
+            "UPDATE deadlines AS d SET claimed_by = $1, claim_until = now() + $2 * interval '1 millisecond'
+             WHERE (d.match_id, d.deadline_id, d.generation) IN (
+                 SELECT match_id, deadline_id, generation FROM deadlines
+                 WHERE state = 'pending' AND due_ms <= $3 AND (claim_until IS NULL OR claim_until < now())
+                 ORDER BY due_ms LIMIT $4
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING d.match_id, d.deadline_id, d.generation, d.due_ms",
+        )
+        .bind(claimant)
+        .bind(rows::millis(lease))
+        .bind(now_ms)
+        .bind(rows::limit(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "claim due deadlines", e))?;
+        rows::due_sorted(found)
+    }
+
+    async fn release_deadlines(&self, claimant: &str, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        if deadlines.is_empty() {
+            return Ok(());
+        }
+        let keys = rows::DeadlineKeys::of(deadlines)?;
+        sqlx::query(
+            "UPDATE deadlines AS d SET claimed_by = NULL, claim_until = NULL
+             FROM UNNEST($1::uuid[], $2::text[], $3::int8[]) AS k(match_id, deadline_id, generation)
+             WHERE d.match_id = k.match_id AND d.deadline_id = k.deadline_id AND d.generation = k.generation
+               AND d.state = 'pending' AND d.claimed_by = $4",
+        )
+        .bind(&keys.match_ids)
+        .bind(&keys.deadline_ids)
+        .bind(&keys.generations)
+        .bind(claimant)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "release deadline claims", e))?;
+        Ok(())
+    }
+
+    async fn cancel_finished_deadlines(&self, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        if deadlines.is_empty() {
+            return Ok(());
+        }
+        let keys = rows::DeadlineKeys::of(deadlines)?;
+        sqlx::query(
+            "UPDATE deadlines AS d SET state = 'cancelled', updated_at = now()
+             FROM UNNEST($1::uuid[], $2::text[], $3::int8[]) AS k(match_id, deadline_id, generation), matches AS m
+             WHERE d.match_id = k.match_id AND d.deadline_id = k.deadline_id AND d.generation = k.generation
+               AND d.state = 'pending' AND m.match_id = d.match_id AND m.status = 'finished'",
+        )
+        .bind(&keys.match_ids)
+        .bind(&keys.deadline_ids)
+        .bind(&keys.generations)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "cancel deadlines of finished matches", e))?;
+        Ok(())
+    }
+
+    async fn pending_deadlines(&self) -> Result<u64, StoreError> {
+        let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM deadlines WHERE state = 'pending'")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "count pending deadlines", e))?;
+        rows::to_u64(count, "pending deadline count")
+    }
+
+    async fn next_deadline_due(&self, after_ms: i64) -> Result<Option<i64>, StoreError> {
+        let (due,): (Option<i64>,) =
+            sqlx::query_as("SELECT min(due_ms) FROM deadlines WHERE state = 'pending' AND due_ms > $1")
+                .bind(after_ms)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| store_error(PG, "find the next due deadline", e))?;
+        Ok(due)
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

@@ -8,7 +8,7 @@ use juegoland_sdk::ParticipantStatus;
 use sqlx::error::DatabaseError;
 use uuid::Uuid;
 
-use crate::{StoreError, conflict};
+use crate::{DueDeadline, StoreError, conflict};
 
 pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} does not fit a signed 64-bit column")))
@@ -20,6 +20,51 @@ pub(crate) fn to_u64(value: i64, what: &str) -> Result<u64, StoreError> {
 
 pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// A duration in whole milliseconds, for SQL interval arithmetic.
+pub(crate) fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Due deadline rows `(match, id, generation, due)` in the order [`crate::Store::due_deadlines`]
+/// promises: earliest first, then by match, id and generation.
+pub(crate) fn due_sorted(found: Vec<(Uuid, String, i64, i64)>) -> Result<Vec<DueDeadline>, StoreError> {
+    let mut due = found
+        .into_iter()
+        .map(|(match_id, deadline_id, generation, due_ms)| {
+            Ok(DueDeadline { match_id, deadline_id, generation: to_u64(generation, "generation")?, due_ms })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    sort_due(&mut due);
+    Ok(due)
+}
+
+/// Sorts due deadlines earliest first, then by match, id and generation.
+pub(crate) fn sort_due(due: &mut [DueDeadline]) {
+    due.sort_by(|a, b| {
+        (a.due_ms, a.match_id, &a.deadline_id, a.generation).cmp(&(b.due_ms, b.match_id, &b.deadline_id, b.generation))
+    });
+}
+
+/// The keys of deadline rows as column arrays (for `UNNEST`).
+#[derive(Default)]
+pub(crate) struct DeadlineKeys {
+    pub match_ids: Vec<Uuid>,
+    pub deadline_ids: Vec<String>,
+    pub generations: Vec<i64>,
+}
+
+impl DeadlineKeys {
+    pub fn of(deadlines: &[DueDeadline]) -> Result<Self, StoreError> {
+        let mut keys = Self::default();
+        for d in deadlines {
+            keys.match_ids.push(d.match_id);
+            keys.deadline_ids.push(d.deadline_id.clone());
+            keys.generations.push(to_i64(d.generation, "deadline generation")?);
+        }
+        Ok(keys)
+    }
 }
 
 /// `matches.status`.

@@ -385,12 +385,91 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| store_error(LITE, "list due deadlines", e))?;
-        found
-            .into_iter()
-            .map(|(match_id, deadline_id, generation, due_ms)| {
-                Ok(DueDeadline { match_id, deadline_id, generation: rows::to_u64(generation, "generation")?, due_ms })
-            })
-            .collect()
+        rows::due_sorted(found)
+    }
+
+    async fn claim_deadlines(
+        &self,
+        claimant: &str,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<DueDeadline>, StoreError> {
+        // One statement, so atomic; claim_until is on SQLite's clock, as ISO 8601 text that
+        // compares in time order.
+        let found: Vec<(Uuid, String, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE deadlines SET claimed_by = $1, claim_until = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', $2)
+             WHERE (match_id, deadline_id, generation) IN (
+                 SELECT match_id, deadline_id, generation FROM deadlines
+                 WHERE state = 'pending' AND due_ms <= $3 AND (claim_until IS NULL OR claim_until < {NOW})
+                 ORDER BY due_ms LIMIT $4)
+             RETURNING match_id, deadline_id, generation, due_ms"
+        )))
+        .bind(claimant)
+        .bind(format!("+{:.3} seconds", lease.as_secs_f64()))
+        .bind(now_ms)
+        .bind(rows::limit(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "claim due deadlines", e))?;
+        rows::due_sorted(found)
+    }
+
+    async fn release_deadlines(&self, claimant: &str, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        let err = |e| store_error(LITE, "release deadline claims", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        for d in deadlines {
+            sqlx::query(
+                "UPDATE deadlines SET claimed_by = NULL, claim_until = NULL
+                 WHERE match_id = $1 AND deadline_id = $2 AND generation = $3 AND state = 'pending'
+                   AND claimed_by = $4",
+            )
+            .bind(d.match_id)
+            .bind(&d.deadline_id)
+            .bind(rows::to_i64(d.generation, "deadline generation")?)
+            .bind(claimant)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn cancel_finished_deadlines(&self, deadlines: &[DueDeadline]) -> Result<(), StoreError> {
+        let err = |e| store_error(LITE, "cancel deadlines of finished matches", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        for d in deadlines {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE deadlines SET state = 'cancelled', updated_at = {NOW}
+                 WHERE match_id = $1 AND deadline_id = $2 AND generation = $3 AND state = 'pending'
+                   AND match_id IN (SELECT match_id FROM matches WHERE match_id = $1 AND status = 'finished')"
+            )))
+            .bind(d.match_id)
+            .bind(&d.deadline_id)
+            .bind(rows::to_i64(d.generation, "deadline generation")?)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn pending_deadlines(&self) -> Result<u64, StoreError> {
+        let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM deadlines WHERE state = 'pending'")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "count pending deadlines", e))?;
+        rows::to_u64(count, "pending deadline count")
+    }
+
+    async fn next_deadline_due(&self, after_ms: i64) -> Result<Option<i64>, StoreError> {
+        let (due,): (Option<i64>,) =
+            sqlx::query_as("SELECT min(due_ms) FROM deadlines WHERE state = 'pending' AND due_ms > $1")
+                .bind(after_ms)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| store_error(LITE, "find the next due deadline", e))?;
+        Ok(due)
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

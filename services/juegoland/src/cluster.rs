@@ -1,7 +1,8 @@
-//! `juegoland cluster`: a local cluster on loopback for manual use and tests — nodes and
-//! routers as child processes of this binary, each restarted when it exits on its own (a
-//! node that lost its lease exits to come back as a new incarnation); Ctrl-C or SIGTERM
-//! sends SIGTERM to every child, so nodes drain, and waits for them.
+//! `juegoland cluster`: a local cluster on loopback for manual use and tests — nodes,
+//! routers, gateways and deadline schedulers as child processes of this binary, each
+//! restarted when it exits on its own (a node that lost its lease exits to come back as a
+//! new incarnation); Ctrl-C or SIGTERM sends SIGTERM to every child, so nodes drain, and
+//! waits for them.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use tracing::{info, warn};
 /// Settings of the local cluster launcher.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ClusterConfig {
-    /// PostgreSQL URL shared by every node and router.
+    /// PostgreSQL URL shared by every node, router and scheduler.
     #[arg(long, env = "JUEGOLAND_DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
     pub database_url: String,
     /// How many nodes to start.
@@ -37,6 +38,12 @@ pub struct ClusterConfig {
     pub gateways: u16,
     #[arg(long, default_value_t = 8090)]
     pub gateway_port: u16,
+    /// How many deadline scheduler replicas to start; replica i serves metrics on
+    /// 127.0.0.1:(scheduler_http_port + i).
+    #[arg(long, default_value_t = 1)]
+    pub schedulers: u16,
+    #[arg(long, default_value_t = 9200)]
+    pub scheduler_http_port: u16,
     /// Redis URL of the publication streams (nodes publish, gateways read).
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
@@ -113,6 +120,20 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
         ];
         roles.push(Role { name: format!("gateway-{i}"), args, child: None });
     }
+    for i in 0..config.schedulers {
+        let args = vec![
+            "scheduler".into(),
+            "--http".into(),
+            format!("127.0.0.1:{}", config.scheduler_http_port + i),
+            "--routers".into(),
+            routers.join(","),
+            "--database-url".into(),
+            url.clone(),
+            "--replica-id".into(),
+            format!("scheduler-{i}"),
+        ];
+        roles.push(Role { name: format!("scheduler-{i}"), args, child: None });
+    }
     roles
 }
 
@@ -139,9 +160,9 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
         role.start(&exe)?;
     }
     println!(
-        "local cluster: {} nodes, {} routers, {} gateways; platform API at http://127.0.0.1:{}/, \
+        "local cluster: {} nodes, {} routers, {} gateways, {} schedulers; platform API at http://127.0.0.1:{}/, \
          protocol at ws://127.0.0.1:{}/v1/ws (Ctrl-C drains and stops)",
-        config.nodes, config.routers, config.gateways, config.router_http_port, config.gateway_port
+        config.nodes, config.routers, config.gateways, config.schedulers, config.router_http_port, config.gateway_port
     );
     for principal in ["alice", "bob"] {
         println!("token for {principal}: {}", tokens.issue(principal).context("issue a token")?);

@@ -1,5 +1,6 @@
-//! The all-in-one composition: every role in one process, with an in-memory store and an
-//! in-process bus behind the same traits and code paths the cluster uses.
+//! The all-in-one composition: every role in one process (the deadline scheduler included),
+//! with an embedded store and an in-process bus behind the same traits and code paths the
+//! cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
 //! edge) and `replay`. Must not use: another service crate.
@@ -14,6 +15,7 @@ use juegoland_actors::{Host, HostConfig, Metrics};
 use juegoland_bus::{Bus, LocalBus};
 use juegoland_core::{Engine, Registry};
 use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
+use juegoland_roles::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -42,6 +44,9 @@ pub enum Command {
     /// Run a gateway: the client protocol over WebSocket, through the routers, with
     /// publications from Redis streams.
     Gateway(juegoland_roles::GatewayConfig),
+    /// Run a deadline scheduler replica: claims due deadlines in PostgreSQL and fires them
+    /// through the routers (any number of replicas may run at once).
+    Scheduler(juegoland_roles::SchedulerConfig),
     /// Start a local cluster on loopback: PostgreSQL-backed nodes and routers as child
     /// processes of this binary, restarted if they exit; Ctrl-C drains them all.
     Cluster(cluster::ClusterConfig),
@@ -132,6 +137,7 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Node(_) => "juegoland-node",
         Command::Router(_) => "juegoland-router",
         Command::Gateway(_) => "juegoland-gateway",
+        Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
     };
     juegoland_telemetry::init(service_name)
@@ -149,6 +155,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Node(config) => juegoland_roles::run_node(config, registry()?).await,
         Command::Router(config) => juegoland_roles::run_router(config, registry()?).await,
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
+        Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
     }
 }
@@ -185,7 +192,13 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     };
     let store = config.store.open().await?;
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
-    let host = Host::start(engine, store, bus.clone(), metrics, host_config).await.context("start the match host")?;
+    let host =
+        Host::start(engine, store.clone(), bus.clone(), metrics, host_config).await.context("start the match host")?;
+    // The deadline scheduler runs in process: it claims due deadlines in this store and fires
+    // them through the host, as a scheduler replica fires through the routers.
+    let scheduler_metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
+    let scheduler =
+        Scheduler::start(store, Arc::new(host.clone()), SchedulerOptions::new("all-in-one"), scheduler_metrics);
     let secret = match &config.jwt_secret {
         Some(s) => s.as_bytes().to_vec(),
         None => {
@@ -224,5 +237,6 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
         })
         .await
         .context("serve")?;
+    scheduler.stop().await;
     Ok(())
 }

@@ -130,6 +130,47 @@ async fn a_quiet_match_is_kept_as_text_and_plays_on_with_its_bot() {
 }
 
 #[tokio::test]
+async fn an_active_match_fires_its_short_deadline_locally_once() {
+    let (host, store, prom) = host(Duration::from_secs(60)).await;
+    let clock = json!({"clock": {"mode": {"kind": "perTurn", "turnMs": 1000}, "policy": "forfeit"}});
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &clock).await.unwrap();
+    // Alice moves in time: her clock's generation is replaced by bob's.
+    assert_eq!(applied(&host.command("alice", drop_cmd(m, 0, 3)).await.unwrap()), 1);
+    // Nobody runs a durable scheduler here: bob's turn expires through the actor's timer.
+    let state = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let s = host.inspect(m).await.unwrap();
+            if s.is_finished() {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the clock fires");
+    assert_eq!(state.revision, 2);
+    let result = serde_json::to_value(&state.position.result).unwrap();
+    assert_eq!(result["reasonCode"], "timeout", "{result}");
+    assert_eq!(result["participants"]["p1"]["outcome"], "loss", "{result}");
+    assert!(state.deadlines.is_empty());
+    // Alice's replaced generation was armed too: it found itself stale and changed nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let count = |outcome: &str| {
+        prom.gather()
+            .iter()
+            .filter(|f| f.name() == "juegoland_local_deadlines_total")
+            .flat_map(|f| f.get_metric())
+            .filter(|m| m.get_label().iter().any(|l| l.value() == outcome))
+            .map(|m| m.get_counter().get_value() as u64)
+            .sum::<u64>()
+    };
+    assert_eq!((count("fired"), count("stale")), (1, 1));
+    let log = store.log(m).await.unwrap();
+    assert_eq!(log.len(), 3, "create, alice's drop, one firing");
+    juegoland_core::replay(&host.engine().registry, &store.load(m).await.unwrap().unwrap(), &log).unwrap();
+}
+
+#[tokio::test]
 async fn publications_reach_the_bus_after_the_commit_and_the_outbox_is_marked() {
     let (host, store, _) = host(Duration::from_secs(60)).await;
     let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();

@@ -1,14 +1,19 @@
 //! What only the Redis backend has: the stream format, the bounded length, gaps found in the
 //! stream itself (trimming, a revision that never arrived), idempotent re-publication and
-//! prompt pick-up of new matches by the shared reader.
+//! prompt pick-up of new matches by the shared readers, and thousands of watched matches
+//! spread over readers with bounded key sets.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::stream::BoxStream;
 use juegoland_bus::{Bus, BusError, BusItem, RedisBus, RedisBusConfig};
 use redis::streams::StreamRangeReply;
+use uuid::Uuid;
 
 use crate::support::{
     assert_quiet, next, next_publication, publications, random_match, redis_url, revision, revisions, shared_redis,
+    shuffle,
 };
 
 fn bus(config: RedisBusConfig) -> RedisBus {
@@ -37,6 +42,14 @@ async fn entries_carry_revision_recipient_and_payload_under_a_hash_tagged_key() 
     }
     let ttl: i64 = redis::cmd("TTL").arg(&key).query_async(&mut redis).await.unwrap();
     assert!(ttl > 0, "the stream expires after its last publication (TTL {ttl})");
+    // Each entry says when it was published (the publisher's clock, microseconds since the
+    // epoch), which tools read back per revision.
+    let stamps: Vec<String> = entries.ids.iter().map(|e| e.get::<String>("published").unwrap()).collect();
+    assert_eq!(stamps[0], stamps[1], "one instant per revision");
+    let published = bus.published(id).await.unwrap();
+    assert_eq!(published.keys().copied().collect::<Vec<_>>(), [1]);
+    let age = std::time::SystemTime::now().duration_since(published[&1]).unwrap();
+    assert!(age < Duration::from_secs(10), "published {age:?} ago");
 }
 
 #[tokio::test]
@@ -161,4 +174,89 @@ async fn dropping_the_bus_ends_its_subscriptions() {
     drop(bus);
     let end = tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut sub)).await;
     assert!(matches!(end, Ok(None)), "the subscription goes on after its bus is gone: {end:?}");
+}
+
+type Subscription = BoxStream<'static, BusItem>;
+
+/// Publishes the revisions `first..first + count` of every match in `matches`, in a random
+/// interleaving (each match's own revisions in order), from four publishers at once; a match
+/// belongs to one publisher, so its revisions stay in order.
+async fn publish_interleaved(bus: &Arc<RedisBus>, matches: &[(Uuid, u64)], count: u64) {
+    let mut publishers = Vec::new();
+    for part in 0..4 {
+        let mine: Vec<(Uuid, u64)> = matches.iter().skip(part).step_by(4).copied().collect();
+        let bus = bus.clone();
+        publishers.push(tokio::spawn(async move {
+            // Each match `count` times, shuffled; the k-th time it comes up is its k-th revision.
+            let mut order: Vec<usize> = (0..mine.len()).flat_map(|i| std::iter::repeat_n(i, count as usize)).collect();
+            shuffle(&mut order);
+            let mut next: Vec<u64> = mine.iter().map(|(_, first)| *first).collect();
+            for i in order {
+                bus.publish(&revision(mine[i].0, next[i], SEATS)).await.unwrap();
+                next[i] += 1;
+            }
+        }));
+    }
+    for p in publishers {
+        p.await.unwrap();
+    }
+}
+
+/// Checks that each subscription receives exactly the revisions `first..first + count` of its
+/// match, in order and without a gap, and hands the subscriptions back.
+async fn expect_in_order(subs: Vec<(Uuid, u64, Subscription)>, count: u64) -> Vec<(Uuid, Subscription)> {
+    let checks: Vec<_> = subs
+        .into_iter()
+        .map(|(id, first, mut sub)| {
+            tokio::spawn(async move {
+                let expected = revisions(id, first..=first + count - 1, SEATS).concat();
+                assert_eq!(publications(&mut sub, expected.len()).await, expected, "match {id}");
+                (id, sub)
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for c in checks {
+        out.push(c.await.unwrap());
+    }
+    out
+}
+
+const SEATS: &[Option<&str>] = &[Some("p0"), Some("p1")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_watched_matches_over_bounded_readers_arrive_in_order() {
+    shared_redis().await;
+    const MATCHES: usize = 3_000;
+    let per_reader = RedisBusConfig::default().streams_per_reader;
+    let bus = Arc::new(bus(RedisBusConfig::default()));
+    let mut subs = Vec::new();
+    for _ in 0..MATCHES {
+        let id = random_match();
+        subs.push((id, bus.subscribe(id).await.unwrap()));
+    }
+    assert_eq!(bus.readers(), MATCHES.div_ceil(per_reader), "readers for {MATCHES} matches at {per_reader} each");
+
+    // Two revisions of every match, to random matches in turn.
+    let matches: Vec<(Uuid, u64)> = subs.iter().map(|(id, _)| (*id, 1)).collect();
+    publish_interleaved(&bus, &matches, 2).await;
+    let subs = expect_in_order(subs.into_iter().map(|(id, sub)| (id, 1, sub)).collect(), 2).await;
+
+    // Churn while the readers read: a third of the subscriptions end and a thousand new
+    // matches are watched; then two more revisions of every watched match. The survivors go
+    // on from revision 3 with nothing lost, the new matches start at revision 1.
+    let (kept, dropped): (Vec<_>, Vec<_>) = subs.into_iter().enumerate().partition(|(i, _)| i % 3 != 0);
+    drop(dropped);
+    let mut watched: Vec<(Uuid, u64, Subscription)> = kept.into_iter().map(|(_, (id, sub))| (id, 3, sub)).collect();
+    for _ in 0..1_000 {
+        let id = random_match();
+        watched.push((id, 1, bus.subscribe(id).await.unwrap()));
+    }
+    let matches: Vec<(Uuid, u64)> = watched.iter().map(|(id, first, _)| (*id, *first)).collect();
+    publish_interleaved(&bus, &matches, 2).await;
+    let mut subs = expect_in_order(watched, 2).await;
+    for (_, sub) in subs.iter_mut().step_by(97) {
+        assert_quiet(sub, Duration::from_millis(20)).await;
+    }
+    assert!(bus.readers() <= (MATCHES + 1_000).div_ceil(per_reader), "{} readers", bus.readers());
 }

@@ -108,3 +108,17 @@ pub async fn assert_quiet(sub: &mut BoxStream<'static, BusItem>, quiet: Duration
         panic!("expected nothing more, got {item:?}");
     }
 }
+
+/// A random number below `bound` (`bound` > 0), from the OS's entropy: tests need no seeds.
+pub fn random_below(bound: usize) -> usize {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS's entropy");
+    (u64::from_le_bytes(bytes) % bound as u64) as usize
+}
+
+/// Shuffles `items` in place (Fisher–Yates).
+pub fn shuffle<T>(items: &mut [T]) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, random_below(i + 1));
+    }
+}

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use juegoland_core::{Commit, Deadline, Decision, Engine, GameKey, LiveMatch, Pending, Registry, SeatHolder};
+use juegoland_core::{Commit, Deadline, Decision, Engine, GameKey, LiveMatch, LoggedOp, Pending, Registry, SeatHolder};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition};
-use juegoland_sdk::SplitMix64;
+use juegoland_sdk::{Lifecycle, SplitMix64};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -109,5 +109,18 @@ pub fn with_deadlines(commit: &Commit, deadlines: &[(&str, u64, i64)]) -> Commit
         .collect();
     state.next_generation = deadlines.iter().map(|d| d.1 + 1).max().unwrap_or(state.next_generation);
     commit.state = Some(Arc::new(state));
+    commit
+}
+
+/// `commit` as the firing of deadline `id` at `generation`: its log entry is the lifecycle
+/// event that consumed it (what `Engine::lifecycle` logs), so the store closes that
+/// generation as `fired`.
+pub fn firing(commit: &Commit, id: &str, generation: u64) -> Commit {
+    let mut commit = commit.clone();
+    let log = commit.log.as_mut().expect("a commit with a log entry");
+    log.op = LoggedOp::Lifecycle {
+        event: Lifecycle::DeadlineExpired { id: id.into(), payload: json!({ "id": id }) },
+        generation: Some(generation),
+    };
     commit
 }

@@ -5,14 +5,16 @@
 //! durable backend can pass (reopening keeps everything). A new backend gets the whole
 //! contract by adding one `store_suite!` line in `main.rs`.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use juegoland_core::{Commit, LoggedOp, ReceiptOutcome};
 use juegoland_protocol::RejectionCode;
 use juegoland_store::{DueDeadline, Store, StoreError};
 use uuid::Uuid;
 
-use crate::game::{Game, with_deadlines};
+use crate::game::{Game, firing, with_deadlines};
 
 /// A store backend under test: a fresh, empty store per test.
 #[async_trait::async_trait]
@@ -48,6 +50,11 @@ macro_rules! store_suite {
             outbox_until_dispatched,
             receipts_outlive_the_match,
             deadlines_by_generation,
+            claimants_get_disjoint_deadlines,
+            concurrent_claimants_share_without_overlap,
+            expired_and_released_claims_are_claimable_again,
+            fired_and_cancelled_deadlines_are_never_claimed,
+            finished_matches_cancel_their_deadlines,
             ownership_fences_commits,
             owned_stores_claim_unowned_matches,
             an_ownership_fenced_commit_does_not_fail_the_others,
@@ -443,6 +450,158 @@ pub async fn deadlines_by_generation<B: Backend>(b: &mut B) {
         vec!["turn"],
         "the state carries the pending deadlines"
     );
+}
+
+fn due(m: Uuid, id: &str, generation: u64, due_ms: i64) -> DueDeadline {
+    DueDeadline { match_id: m, deadline_id: id.into(), generation, due_ms }
+}
+
+/// A lease no test outlives.
+const LONG: Duration = Duration::from_secs(600);
+
+/// `n` matches (ids from `first`), each with one `turn` deadline at generation 1, due at
+/// 1_000, 1_001, …
+async fn due_matches(store: &dyn Store, first: u128, n: u128) -> Vec<DueDeadline> {
+    let mut all = vec![];
+    for k in 0..n {
+        let id = match_id(first + k);
+        let (mut game, _) = played(store, id, 0).await;
+        let due_ms = 1_000 + k as i64;
+        commit_ok(store, &with_deadlines(&game.drop_disc(0), &[("turn", 1, due_ms)])).await;
+        all.push(due(id, "turn", 1, due_ms));
+    }
+    all
+}
+
+/// Two scheduler replicas over the same due deadlines: the first claims the earliest, the
+/// second the rest, a third finds nothing while the claims are live; deadlines not yet due
+/// are nobody's.
+pub async fn claimants_get_disjoint_deadlines<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let all = due_matches(&*store, 60, 5).await;
+    let (mut later, _) = played(&*store, match_id(69), 0).await;
+    commit_ok(&*store, &with_deadlines(&later.drop_disc(0), &[("turn", 1, 9_000)])).await;
+
+    let a = store.claim_deadlines("replica-a", 5_000, LONG, 3).await.unwrap();
+    assert_eq!(a, all[..3], "the earliest first");
+    let b2 = store.claim_deadlines("replica-b", 5_000, LONG, 10).await.unwrap();
+    assert_eq!(b2, all[3..], "the rest, and nothing that is not due");
+    assert_eq!(store.claim_deadlines("replica-c", 5_000, LONG, 10).await.unwrap(), vec![]);
+    // Claims change nothing else: the deadlines are still pending and due.
+    assert_eq!(store.due_deadlines(5_000, 10).await.unwrap(), all);
+    assert_eq!(store.pending_deadlines().await.unwrap(), 6);
+    assert_eq!(store.next_deadline_due(5_000).await.unwrap(), Some(9_000));
+    assert_eq!(store.next_deadline_due(9_000).await.unwrap(), None);
+    assert_eq!(store.next_deadline_due(999).await.unwrap(), Some(1_000));
+}
+
+/// Claimants racing over the same due set, in batches, until it is empty: every deadline is
+/// claimed by exactly one of them.
+pub async fn concurrent_claimants_share_without_overlap<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let all = due_matches(&*store, 70, 24).await;
+    let claimant = |name: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            let mut mine = vec![];
+            loop {
+                let batch = store.claim_deadlines(name, 5_000, LONG, 3).await.unwrap();
+                if batch.is_empty() {
+                    return mine;
+                }
+                mine.extend(batch);
+                tokio::task::yield_now().await;
+            }
+        }
+    };
+    let (a, b2, c) = tokio::join!(
+        tokio::spawn(claimant("replica-a")),
+        tokio::spawn(claimant("replica-b")),
+        tokio::spawn(claimant("replica-c"))
+    );
+    let claimed: Vec<DueDeadline> = [a.unwrap(), b2.unwrap(), c.unwrap()].concat();
+    let distinct: BTreeSet<_> = claimed.iter().map(|d| (d.match_id, d.generation)).collect();
+    assert_eq!(distinct.len(), claimed.len(), "a deadline was claimed twice: {claimed:?}");
+    assert_eq!(distinct.len(), all.len(), "every due deadline was claimed");
+}
+
+/// A claim that expired (its replica died) is claimable again by anyone; a released one at
+/// once; a release by another replica changes nothing.
+pub async fn expired_and_released_claims_are_claimable_again<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let all = due_matches(&*store, 100, 3).await;
+    let short = Duration::from_millis(300);
+    assert_eq!(store.claim_deadlines("replica-a", 5_000, short, 2).await.unwrap(), all[..2]);
+    assert_eq!(store.claim_deadlines("replica-b", 5_000, LONG, 10).await.unwrap(), all[2..]);
+    assert_eq!(store.claim_deadlines("replica-c", 5_000, LONG, 10).await.unwrap(), vec![]);
+    // Only the holder releases a claim.
+    store.release_deadlines("replica-a", &all[2..]).await.unwrap();
+    assert_eq!(store.claim_deadlines("replica-c", 5_000, LONG, 10).await.unwrap(), vec![]);
+    store.release_deadlines("replica-b", &all[2..]).await.unwrap();
+    assert_eq!(store.claim_deadlines("replica-c", 5_000, LONG, 10).await.unwrap(), all[2..]);
+    // replica-a dies holding its claims: they lapse with the lease.
+    tokio::time::sleep(short + Duration::from_millis(300)).await;
+    assert_eq!(store.claim_deadlines("replica-b", 5_000, LONG, 10).await.unwrap(), all[..2]);
+}
+
+/// Claims see exactly the pending generations: a fired one (the commit that consumed it), a
+/// replaced one and a dropped one are never returned, claimed or not.
+pub async fn fired_and_cancelled_deadlines_are_never_claimed<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (id_a, id_b) = (match_id(110), match_id(111));
+    let (mut a, _) = played(&*store, id_a, 0).await;
+    let (mut bg, _) = played(&*store, id_b, 0).await;
+    commit_ok(&*store, &with_deadlines(&a.drop_disc(0), &[("turn", 1, 1_000), ("idle", 2, 2_000)])).await;
+    commit_ok(&*store, &with_deadlines(&bg.drop_disc(0), &[("turn", 1, 1_500)])).await;
+    // a: `turn` 1 is claimed, then fired (the rules rescheduled it as generation 3), `idle`
+    // is kept; b: `turn` 1 is replaced by generation 2, due later.
+    let claimed = store.claim_deadlines("replica-a", 5_000, LONG, 1).await.unwrap();
+    assert_eq!(claimed, vec![due(id_a, "turn", 1, 1_000)]);
+    let fired = firing(&with_deadlines(&a.drop_disc(1), &[("turn", 3, 8_000), ("idle", 2, 2_000)]), "turn", 1);
+    commit_ok(&*store, &fired).await;
+    commit_ok(&*store, &with_deadlines(&bg.drop_disc(1), &[("turn", 2, 7_000)])).await;
+    assert_eq!(
+        store.claim_deadlines("replica-b", 6_000, LONG, 10).await.unwrap(),
+        vec![due(id_a, "idle", 2, 2_000)],
+        "only the pending generations that are due"
+    );
+    // Releasing a fired deadline does not make it pending again.
+    store.release_deadlines("replica-a", &claimed).await.unwrap();
+    assert_eq!(store.claim_deadlines("replica-c", i64::MAX, LONG, 10).await.unwrap().len(), 2);
+    assert_eq!(store.claim_deadlines("replica-c", i64::MAX, LONG, 10).await.unwrap(), vec![]);
+    assert_eq!(store.pending_deadlines().await.unwrap(), 3);
+    // A state without deadlines cancels the match's pending ones.
+    commit_ok(&*store, &a.drop_disc(2)).await;
+    commit_ok(&*store, &bg.drop_disc(2)).await;
+    assert_eq!(store.pending_deadlines().await.unwrap(), 0);
+    assert_eq!(store.due_deadlines(i64::MAX, 10).await.unwrap(), vec![]);
+}
+
+/// A finished match whose rules kept a deadline: asked to, the store cancels it (it can
+/// never fire); the same request for an active match's deadline changes nothing.
+pub async fn finished_matches_cancel_their_deadlines<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (id_a, id_b) = (match_id(120), match_id(121));
+    let (mut a, _) = played(&*store, id_a, 0).await;
+    let (mut bg, _) = played(&*store, id_b, 0).await;
+    // Alice stacks column 0 and wins on her fourth disc; the last state keeps a deadline.
+    for column in [0, 1, 0, 1, 0, 1] {
+        commit_ok(&*store, &a.drop_disc(column)).await;
+    }
+    let last = with_deadlines(&a.drop_disc(0), &[("turn", 1, 1_000)]);
+    assert!(last.state.as_ref().unwrap().is_finished());
+    commit_ok(&*store, &last).await;
+    commit_ok(&*store, &with_deadlines(&bg.drop_disc(0), &[("turn", 1, 1_000)])).await;
+    let both = vec![due(id_a, "turn", 1, 1_000), due(id_b, "turn", 1, 1_000)];
+    let mut expected = both.clone();
+    expected.sort_by_key(|d| d.match_id);
+    assert_eq!(store.claim_deadlines("replica-a", 5_000, LONG, 10).await.unwrap(), expected);
+
+    store.cancel_finished_deadlines(&both).await.unwrap();
+    assert_eq!(store.due_deadlines(5_000, 10).await.unwrap(), vec![due(id_b, "turn", 1, 1_000)]);
+    assert_eq!(store.pending_deadlines().await.unwrap(), 1);
+    store.release_deadlines("replica-a", &both).await.unwrap();
+    assert_eq!(store.claim_deadlines("replica-b", 5_000, LONG, 10).await.unwrap(), vec![both[1].clone()]);
 }
 
 pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {

@@ -290,3 +290,113 @@ async fn a_lost_last_publication_is_recovered_by_the_cursor() {
     drop(gateway);
     cluster.stop().await;
 }
+
+/// A WebSocket to the gateway at `addr` whose receive buffer is small (4 KiB asked), so that a
+/// client that stops reading fills it after a few messages.
+async fn small_buffer_ws(addr: &str, token: &str) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stream = socket.connect(addr.parse().unwrap()).await.expect("connect to the gateway");
+    let url = format!("ws://{addr}/v1/ws?access_token={token}");
+    tokio_tungstenite::client_async(url, stream).await.expect("websocket handshake").0
+}
+
+/// Waits until the gateway counts `n` open connections.
+pub(crate) async fn wait_for_connections(gateway: &crate::harness::Proc, n: f64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let open = crate::harness::metric_sum(&gateway.get("/metrics").await, "juegoland_gateway_connections");
+        if open == n {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{open} connections open, expected {n}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A client that keeps sending but never reads is disconnected once its outgoing queue
+/// overflows (the gateway buffers a bounded amount for it); the players go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_read_is_disconnected_and_the_others_go_on() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let secret = "stubborn-client-secret";
+    let started = Cluster::start_with_gateway("stubborn", 2, secret, &Cluster::shared_redis()).await;
+    let Table { cluster, gateway, tokens, addr, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
+    let mut mallory = small_buffer_ws(&addr, &tokens.issue("mallory").unwrap()).await;
+    wait_for_connections(&gateway, 3.0).await;
+    // Each undecodable frame is answered with a game.error that mallory never reads. Sending
+    // stops being possible once the gateway has dropped the connection.
+    let started = std::time::Instant::now();
+    let mut sent = 0u64;
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        let send = mallory.send(Message::Text("not json".into()));
+        match tokio::time::timeout(std::time::Duration::from_secs(5), send).await {
+            Ok(Ok(())) => sent += 1,
+            Ok(Err(_)) => break,
+            Err(_) => panic!("the gateway stopped reading mallory after {sent} frames but kept the connection"),
+        }
+    }
+    println!("mallory sent {sent} frames in {:?}", started.elapsed());
+    wait_for_connections(&gateway, 2.0).await;
+    // What mallory finds when it reads at last: the end of the connection.
+    let end = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(Ok(_)) = mallory.next().await {}
+    })
+    .await;
+    assert!(end.is_ok(), "mallory's connection is still open");
+    let errors = crate::harness::metric_sum(&gateway.get("/metrics").await, "juegoland_gateway_errors_total");
+    assert!(errors > 0.0, "mallory's frames were answered");
+
+    // The players are unaffected.
+    alice.drop_disc(&m, &uuid(), 0, WINNING[0]).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!(ack["status"], "applied", "{ack}");
+    alice.recv_revision(1).await;
+    bob.recv_revision(1).await;
+    drop(gateway);
+    cluster.stop().await;
+}
+
+/// SIGTERM: every WebSocket session gets a close frame (1001, going away) before the gateway
+/// exits, and the gateway exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_websocket_sessions_with_going_away() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+    let secret = "gateway-sigterm-secret";
+    let started = Cluster::start_with_gateway("sigterm", 2, secret, &Cluster::shared_redis()).await;
+    let Table { cluster, mut gateway, tokens, addr, .. } = Table::seat(started, secret).await;
+    let url = format!("ws://{addr}/v1/ws?access_token={}", tokens.issue("carol").unwrap());
+    let (mut idle, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connect");
+    // The players' connections closed with their table; carol's is the one left.
+    wait_for_connections(&gateway, 1.0).await;
+
+    crate::harness::signal(gateway.pid(), "-TERM");
+    let close = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match idle.next().await {
+                Some(Ok(Message::Close(frame))) => return frame,
+                Some(Ok(_)) => continue,
+                other => panic!("the connection ended without a close frame: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("a close frame within 10 s");
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the gateway did not exit after SIGTERM");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "the gateway exited with {status}");
+    drop(gateway);
+    cluster.stop().await;
+}

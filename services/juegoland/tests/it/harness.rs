@@ -234,6 +234,11 @@ impl Cluster {
         std::env::var("JUEGOLAND_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
     }
 
+    /// The routers' gRPC URLs, comma-separated (a gateway's or scheduler's `--routers`).
+    pub fn router_urls(&self) -> String {
+        self.routers.iter().map(|r| r.grpc.clone()).collect::<Vec<_>>().join(",")
+    }
+
     pub async fn client(&self, router: usize) -> RouterClient {
         RouterClient::connect(self.routers[router].grpc.clone()).await.expect("connect to the router")
     }
@@ -265,6 +270,33 @@ pub fn node_args(url: &str, i: usize) -> Vec<String> {
     .to_vec()
 }
 
+/// A deadline scheduler replica named `replica` firing through `routers` (comma-separated
+/// gRPC URLs, [`Cluster::router_urls`]), polling every 100 ms, with `extra` arguments.
+pub fn scheduler_args(url: &str, routers: &str, replica: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "scheduler",
+        "--routers",
+        routers,
+        "--database-url",
+        url,
+        "--http",
+        "127.0.0.1:0",
+        "--replica-id",
+        replica,
+        "--poll-interval-ms",
+        "100",
+        "--database-pool",
+        "2",
+        // The tests' nodes run without local timers: no grace for them.
+        "--grace-ms",
+        "0",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args
+}
+
 pub fn router_args(url: &str) -> Vec<String> {
     ["router", "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--database-url", url].map(str::to_owned).to_vec()
 }
@@ -281,6 +313,11 @@ pub struct Seen {
 /// Creates a Conecta 4 match between alice and bob. The client picks the match id, so a
 /// creation retried after a lost answer is the same match.
 pub async fn create(client: &mut RouterClient) -> Uuid {
+    create_with(client, "{}").await
+}
+
+/// Like `create`, with the match's config as JSON (`{"clock": …}`).
+pub async fn create_with(client: &mut RouterClient, config_json: &str) -> Uuid {
     let match_id = Uuid::from_u128(rand_u128());
     let seats: std::collections::HashMap<String, pb::SeatHolder> = [("p0", "alice"), ("p1", "bob")]
         .into_iter()
@@ -290,7 +327,7 @@ pub async fn create(client: &mut RouterClient) -> Uuid {
         match_id: match_id.to_string(),
         game: Some(pb::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }),
         seats,
-        config_json: "{}".into(),
+        config_json: config_json.into(),
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

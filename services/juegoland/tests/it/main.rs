@@ -7,5 +7,6 @@ mod durability;
 mod gateway;
 mod harness;
 mod hundido;
+mod scheduler;
 mod socketio;
 mod tracing;

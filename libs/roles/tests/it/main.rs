@@ -1,0 +1,8 @@
+//! Integration tests of the roles in process: the deadline scheduler over the real stores
+//! (`scheduler.rs`, PostgreSQL at 127.0.0.1:5432 through `juegoland-testkit`) with a test
+//! game that has a turn clock (`clocked.rs`). The cross-process tests of the roles live in
+//! `services/juegoland/tests/it`.
+
+mod audit;
+mod clocked;
+mod scheduler;

@@ -1,0 +1,14 @@
+//! `juegoland-scheduler`: parses the command line and calls [`juegoland_scheduler::run`].
+
+use clap::Parser;
+
+// The same allocator as the other binaries (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = juegoland_scheduler::Cli::parse();
+    let _telemetry = juegoland_telemetry::init("juegoland-scheduler");
+    juegoland_scheduler::run(cli).await
+}
