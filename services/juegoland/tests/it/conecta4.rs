@@ -325,6 +325,38 @@ async fn platform_cancellation_ends_the_match_with_no_winner() {
 }
 
 #[tokio::test]
+async fn a_turn_clock_expires_in_a_live_match_and_both_players_see_it() {
+    let server = Server::start(&[]);
+    let clock = json!({"clock": {"mode": {"kind": "perTurn", "turnMs": 1000}, "policy": "defaultMove"}});
+    let body = json!({ "game": "conecta4", "seats": { "p0": "alice", "p1": "bob" }, "config": clock });
+    let (status, created) = server.http("POST", "/v1/matches", Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let m = created["matchId"].as_str().unwrap().to_owned();
+    let mut alice = server.connect("alice").await;
+    let mut bob = server.connect("bob").await;
+    let a = alice.sync(&m, "a").await;
+    bob.sync(&m, "b").await;
+    // The view shows the running clock.
+    assert_eq!(a["view"]["clock"]["running"]["seat"], "p0", "{a}");
+    // Alice moves in time; bob lets his turn run out: the rules drop his disc for him.
+    alice.drop_disc(&m, &uuid(), 0, 0).await;
+    let (ack, _) = alice.recv_type("game.ack").await;
+    assert_eq!(ack["status"], "applied", "{ack}");
+    for who in [&mut alice, &mut bob] {
+        let first = who.recv_revision(1).await;
+        assert_eq!(first["revision"], 1, "{first}");
+        let expired = who.recv_revision(2).await;
+        assert_eq!(expired["revision"], 2, "{expired}");
+        let events = &expired["events"];
+        assert_eq!((events[0]["type"].as_str(), &events[0]["data"]["seat"]), (Some("clock.expired"), &json!("p1")));
+        assert_eq!((events[1]["type"].as_str(), &events[1]["data"]["seat"]), (Some("disc.dropped"), &json!("p1")));
+        let alices_turn = expired["seat"] == "p0";
+        assert_eq!(expired["context"]["yourTurn"], alices_turn, "alice's turn again: {expired}");
+        assert_eq!(expired["view"]["clock"]["running"]["seat"], "p0", "her clock runs: {expired}");
+    }
+}
+
+#[tokio::test]
 async fn catalog_and_create_validation() {
     let server = Server::start(&[]);
     let (status, games) = server.http("GET", "/v1/games", None).await;
