@@ -11,8 +11,10 @@
 //! is buffered, then buffered publications above its revision are delivered in order; any
 //! gap, or a buffer past [`BARRIER_MAX_REVISIONS`] / [`BARRIER_MAX_BYTES`], starts a new sync
 //! instead of delivering an incomplete sequence. A cursor goes out every `cursor_interval`
-//! per subscription; a cursor ahead of what the subscription delivered starts a new sync
-//! unless the missing publication arrives within [`CURSOR_GRACE`].
+//! per subscription (the first at a random point of the first interval, so that
+//! subscriptions opened together do not read their cursors together); a cursor ahead of what
+//! the subscription delivered starts a new sync unless the missing publication arrives within
+//! [`CURSOR_GRACE`].
 //!
 //! Bounds. A connection's outgoing queue holds `outgoing_queue` messages; a client that lets
 //! it overflow (it does not read) is disconnected, so a slow client never makes the gateway
@@ -726,7 +728,12 @@ impl Live {
     /// Live delivery, cursors and resyncs until the subscription ends.
     async fn follow(&mut self) {
         let interval = self.gateway.config.cursor_interval;
-        let mut cursor = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        // The first cursor comes at a random point of the first interval, so subscriptions
+        // opened together (a reconnect storm, a gateway restart) do not read their cursors
+        // together ever after.
+        let phase = juegoland_actors::shell::random_uuid().as_u128() % interval.as_micros().max(1);
+        let first = tokio::time::Instant::now() + Duration::from_micros(phase as u64);
+        let mut cursor = tokio::time::interval_at(first, interval);
         // A cursor showed this committed revision before its publication arrived: it gets
         // until the deadline to come.
         let mut behind: Option<(u64, tokio::time::Instant)> = None;
@@ -1083,13 +1090,24 @@ mod tests {
         assert_eq!(next(&mut rx).await, ("game.snapshot".into(), Some(0), "answer"));
         // Revision 1 is committed and its publication is on its way when the cursor reads.
         h.matches.committed.store(1, Ordering::SeqCst);
-        assert_eq!(next(&mut rx).await, ("game.cursor".into(), Some(1), "for-subscription"));
+        loop {
+            match next(&mut rx).await {
+                // A cursor read before the commit (the first comes at a random point).
+                (kind, Some(0), _) if kind == "game.cursor" => continue,
+                cursor => break assert_eq!(cursor, ("game.cursor".into(), Some(1), "for-subscription")),
+            }
+        }
         h.publish(1, 0).await;
         assert_eq!(next(&mut rx).await, ("game.snapshot".into(), Some(1), "for-subscription"));
         // Revision 2's publication never comes: after the grace, a new sync.
         h.matches.committed.store(2, Ordering::SeqCst);
         h.matches.permits.add_permits(1);
-        assert_eq!(next(&mut rx).await, ("game.cursor".into(), Some(2), "for-subscription"));
+        loop {
+            match next(&mut rx).await {
+                (kind, Some(1), _) if kind == "game.cursor" => continue,
+                cursor => break assert_eq!(cursor, ("game.cursor".into(), Some(2), "for-subscription")),
+            }
+        }
         let resynced = loop {
             match next(&mut rx).await {
                 (kind, ..) if kind == "game.cursor" => continue,
