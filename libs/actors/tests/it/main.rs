@@ -90,14 +90,19 @@ async fn idle_actors_passivate_and_reactivate_from_the_last_commit() {
     assert!(matches!(dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(1)));
 }
 
-fn actor_events(prom: &prometheus::Registry, event: &str) -> u64 {
+/// The value of the counter family `name` for the label value `label` (summed).
+fn counter(prom: &prometheus::Registry, name: &str, label: &str) -> u64 {
     prom.gather()
         .iter()
-        .filter(|f| f.name() == "juegoland_actor_events_total")
+        .filter(|f| f.name() == name)
         .flat_map(|f| f.get_metric())
-        .filter(|m| m.get_label().iter().any(|l| l.value() == event))
+        .filter(|m| m.get_label().iter().any(|l| l.value() == label))
         .map(|m| m.get_counter().get_value() as u64)
         .sum()
+}
+
+fn actor_events(prom: &prometheus::Registry, event: &str) -> u64 {
+    counter(prom, "juegoland_actor_events_total", event)
 }
 
 #[tokio::test]
@@ -155,15 +160,7 @@ async fn an_active_match_fires_its_short_deadline_locally_once() {
     assert!(state.deadlines.is_empty());
     // Alice's replaced generation was armed too: it found itself stale and changed nothing.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let count = |outcome: &str| {
-        prom.gather()
-            .iter()
-            .filter(|f| f.name() == "juegoland_local_deadlines_total")
-            .flat_map(|f| f.get_metric())
-            .filter(|m| m.get_label().iter().any(|l| l.value() == outcome))
-            .map(|m| m.get_counter().get_value() as u64)
-            .sum::<u64>()
-    };
+    let count = |outcome: &str| counter(&prom, "juegoland_local_deadlines_total", outcome);
     assert_eq!((count("fired"), count("stale")), (1, 1));
     let log = store.log(m).await.unwrap();
     assert_eq!(log.len(), 3, "create, alice's drop, one firing");

@@ -63,16 +63,6 @@ impl Game for Fragile {
     }
 }
 
-fn event_count(prom: &prometheus::Registry, event: &str) -> u64 {
-    prom.gather()
-        .iter()
-        .filter(|f| f.name() == "juegoland_actor_events_total")
-        .flat_map(|f| f.get_metric())
-        .filter(|m| m.get_label().iter().any(|l| l.value() == event))
-        .map(|m| m.get_counter().get_value() as u64)
-        .sum()
-}
-
 #[tokio::test]
 async fn a_rules_panic_restarts_only_that_match_from_its_last_commit() {
     let mut registry = Registry::new();
@@ -96,7 +86,7 @@ async fn a_rules_panic_restarts_only_that_match_from_its_last_commit() {
     let b = host.create_match(&c4, human(), &json!({})).await.unwrap();
     assert_eq!(applied(&host.command("alice", drop_cmd(a, 0, 3)).await.unwrap()), 1);
     assert_eq!(applied(&host.command("alice", drop_cmd(b, 0, 3)).await.unwrap()), 1);
-    assert_eq!(event_count(&prom, "activation"), 2);
+    assert_eq!(crate::actor_events(&prom, "activation"), 2);
 
     // The panic: answered INTERNAL, nothing committed, the actor failed.
     match host.command("bob", drop_cmd(a, 1, 6)).await.unwrap() {
@@ -105,7 +95,7 @@ async fn a_rules_panic_restarts_only_that_match_from_its_last_commit() {
     }
     assert_eq!(store.load(a).await.unwrap().unwrap().revision, 1, "a panic commits nothing");
     tokio::time::timeout(Duration::from_secs(5), async {
-        while event_count(&prom, "failure") < 1 || host.active_matches().contains(&a) {
+        while crate::actor_events(&prom, "failure") < 1 || host.active_matches().contains(&a) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
@@ -115,9 +105,9 @@ async fn a_rules_panic_restarts_only_that_match_from_its_last_commit() {
 
     // The other match goes on in the same actor (no re-activation)...
     assert_eq!(applied(&host.command("bob", drop_cmd(b, 1, 4)).await.unwrap()), 2);
-    assert_eq!(event_count(&prom, "activation"), 2);
+    assert_eq!(crate::actor_events(&prom, "activation"), 2);
     // ...and the failed one restarts from its last commit on next use.
     assert_eq!(applied(&host.command("bob", drop_cmd(a, 1, 4)).await.unwrap()), 2);
-    assert_eq!(event_count(&prom, "activation"), 3);
-    assert_eq!(event_count(&prom, "failure"), 1);
+    assert_eq!(crate::actor_events(&prom, "activation"), 3);
+    assert_eq!(crate::actor_events(&prom, "failure"), 1);
 }
