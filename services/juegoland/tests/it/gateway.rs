@@ -80,7 +80,7 @@ async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
     mallory.expect_silence(300).await;
 
     // Seven discs: p0 has four in column 0.
-    let final_sync = alice.sync(&m, "r-end").await;
+    let final_sync = alice.sync_answer(&m, "r-end").await;
     assert_eq!(final_sync["revision"], 7);
     assert_ne!(final_sync["result"], json!(null), "the match is over: {final_sync}");
     drop(gateway);
