@@ -14,3 +14,32 @@ pub fn registry() -> Result<Registry, RegistryError> {
     r.register(juegoland_sdk::erase(juegoland_solitario::Solitario))?;
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The digest every compiled-in module declares. Matches pin it at creation and refuse to
+    /// load under another one, so a contract (descriptor or schema) change under an existing
+    /// rules version would strand every live match pinned to it. Schema annotations (doc
+    /// comments) count: the digest is of the whole declared contract.
+    const PINNED: &[(&str, &str, &str)] = &[
+        ("conecta4", "1.0.0", "78b75421ad6b3bc2ba09f9d43a9a5bc55998d1926cd02c48053efe096c58b340"),
+        ("hundido", "1.0.0", "e5a274726c785d07bb132aa0c13bb9ad05d01ec7413044724d003c0db0141550"),
+        ("solitario", "1.0.0", "23f1bdcfafddda873c35a2a3a8f2f9cb72286a6d2001c3c09f0111724455a497"),
+    ];
+
+    #[test]
+    fn a_module_contract_changes_only_with_a_new_rules_version() {
+        let registry = super::registry().unwrap();
+        let found: Vec<(String, String, String)> = registry
+            .games()
+            .map(|g| (g.descriptor().id.clone(), g.descriptor().rules_version.clone(), g.digest.clone()))
+            .collect();
+        let expected: Vec<(String, String, String)> =
+            PINNED.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect();
+        assert_eq!(
+            found, expected,
+            "a rules module's contract changed: register the change under a new rules version beside the old \
+             module; only a module that no stored match was ever pinned to may change its digest here"
+        );
+    }
+}

@@ -19,7 +19,7 @@ pub use pipeline::{
     CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
     valid_reason_code,
 };
-pub use registry::{LoadedGame, Registry, RegistryError};
+pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};
 pub use state::{
     Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome,

@@ -229,6 +229,7 @@ impl Engine {
             .get(&state.game)
             .ok_or_else(|| Fault(format!("rules module {} {} is not loaded", state.game.id, state.game.rules_version)))?
             .clone();
+        game.check_pinned(&state.rules_digest).map_err(Fault)?;
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
         Ok(LiveMatch { state: Arc::new(state), game, loaded })
@@ -296,6 +297,7 @@ impl Engine {
             match_id,
             game: game.clone(),
             game_version: d.version.clone(),
+            rules_digest: loaded_game.digest.clone(),
             position,
             revision: 0,
             phase_epoch: 0,
@@ -496,6 +498,7 @@ impl Engine {
             match_id: before.match_id,
             game: before.game.clone(),
             game_version: before.game_version.clone(),
+            rules_digest: before.rules_digest.clone(),
             position,
             revision: before.revision + 1,
             phase_epoch: before.phase_epoch,

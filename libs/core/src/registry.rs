@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jsonschema::Validator;
-use juegoland_sdk::{Descriptor, ErasedGame};
+use juegoland_sdk::{Descriptor, ErasedGame, Schemas};
 use serde_json::Value;
 
 use crate::state::GameKey;
@@ -13,6 +13,9 @@ use crate::state::GameKey;
 /// A registered game with its compiled validators.
 pub struct LoadedGame {
     pub game: Arc<dyn ErasedGame>,
+    /// The module's digest: SHA-256 (hex) of the JCS of its manifest — descriptor and
+    /// generated schemas ([`rules_digest`]). A match pins it at creation.
+    pub digest: String,
     pub(crate) config: Validator,
     pub(crate) data: Validator,
     pub(crate) view: Validator,
@@ -29,6 +32,19 @@ impl LoadedGame {
     pub fn key(&self) -> GameKey {
         let d = self.descriptor();
         GameKey { id: d.id.clone(), rules_version: d.rules_version.clone() }
+    }
+
+    /// Checks a match's pinned digest against this module's: a different contract under the
+    /// same rules version refuses to run the match (an empty pin predates digests).
+    pub fn check_pinned(&self, pinned: &str) -> Result<(), String> {
+        if pinned.is_empty() || pinned == self.digest {
+            return Ok(());
+        }
+        let d = self.descriptor();
+        Err(format!(
+            "rules module {} {} has digest {}, but the match was pinned to {pinned}: its contract changed without a new rules version",
+            d.id, d.rules_version, self.digest
+        ))
     }
 
     /// Whether `payload` is valid for `action_type` (false for an unknown type).
@@ -89,6 +105,7 @@ impl Registry {
             }
         }
         let loaded = LoadedGame {
+            digest: rules_digest(&d, s),
             config: compile("config", &s.config)?,
             data: compile("data", &s.data)?,
             view: compile("view", &s.view)?,
@@ -119,6 +136,26 @@ impl Registry {
     pub fn games(&self) -> impl Iterator<Item = &Arc<LoadedGame>> {
         self.games.values()
     }
+}
+
+/// The digest of a rules module: SHA-256 (hex) of the JCS of `{descriptor, schemas}` — every
+/// action, phase, stage, version and generated schema the module declares. In Rust the module
+/// is compiled in, so this is the digest of its contract, not of its code: a behaviour change
+/// must still bump `rulesVersion` (spec: engine.md, Versions). A contract change without a
+/// bump is caught when a pinned match is loaded or replayed.
+pub fn rules_digest(descriptor: &Descriptor, schemas: &Schemas) -> String {
+    let manifest = serde_json::json!({
+        "descriptor": descriptor,
+        "schemas": {
+            "config": schemas.config,
+            "data": schemas.data,
+            "event": schemas.event,
+            "view": schemas.view,
+            "context": schemas.context,
+            "visibleEvent": schemas.visible_event,
+        },
+    });
+    juegoland_protocol::digest_hex(&manifest)
 }
 
 fn version_parts(v: &str) -> Vec<u64> {

@@ -13,6 +13,8 @@ use crate::state::{LogEntry, LoggedOp, MatchState};
 pub enum ReplayError {
     #[error("rules module {0} is not loaded")]
     UnknownGame(String),
+    #[error("{0}")]
+    Pinned(String),
     #[error("the log does not start with the creation of the match")]
     NoCreate,
     #[error("log entry {index} has revision {found}, expected {expected}")]
@@ -28,6 +30,7 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
     let game = registry
         .get(&stored.game)
         .ok_or_else(|| ReplayError::UnknownGame(format!("{} {}", stored.game.id, stored.game.rules_version)))?;
+    game.check_pinned(&stored.rules_digest).map_err(ReplayError::Pinned)?;
     let g = &game.game;
     let diverged = |revision: u64, message: String| ReplayError::Diverged { revision, message };
 

@@ -43,6 +43,10 @@ pub struct MatchState {
     pub game: GameKey,
     /// The package version pinned at creation (presentation and manifest).
     pub game_version: String,
+    /// The rules module's digest pinned at creation ([`crate::registry::rules_digest`]); empty
+    /// for matches stored before digests were pinned, which load without the check.
+    #[serde(default)]
+    pub rules_digest: String,
     pub position: JsonPosition,
     pub revision: u64,
     pub phase_epoch: u64,

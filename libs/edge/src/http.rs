@@ -158,6 +158,8 @@ struct CatalogEntry<'a> {
     id: &'a str,
     version: &'a str,
     rules_version: &'a str,
+    /// What a match created now pins: the module's digest.
+    rules_digest: &'a str,
     view_schema_version: u32,
     event_schema_version: u32,
     min_seats: u32,
@@ -176,6 +178,7 @@ async fn games(State(state): State<EdgeState>) -> Response {
                 id: &d.id,
                 version: &d.version,
                 rules_version: &d.rules_version,
+                rules_digest: &g.digest,
                 view_schema_version: d.view_schema_version,
                 event_schema_version: d.event_schema_version,
                 min_seats: d.min_seats,

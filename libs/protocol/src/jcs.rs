@@ -22,6 +22,12 @@ pub fn canonical_json(value: &Value) -> Vec<u8> {
     serde_json_canonicalizer::to_vec(value).expect("a serde_json::Value always canonicalizes")
 }
 
+/// SHA-256 (lowercase hex) of the JCS form of `value`: a content identity for any JSON
+/// document (rules manifests, package inventories).
+pub fn digest_hex(value: &Value) -> String {
+    hex::encode(Sha256::digest(canonical_json(value)))
+}
+
 /// The JCS form of a whole `game.command` envelope, as hashed by [`fingerprint`].
 ///
 /// The envelope's own keys are fixed ASCII names, so their canonical order is known and the

@@ -35,7 +35,7 @@ pub use decode::{
     decode_server, decode_server_with,
 };
 pub use encode::{encode, encode_client, encode_into};
-pub use jcs::{canonical_command, canonical_json, fingerprint, fingerprint_hex};
+pub use jcs::{canonical_command, canonical_json, digest_hex, fingerprint, fingerprint_hex};
 pub use messages::{
     Ack, AckStatus, Action, ClientMessage, CommandEnvelope, CommandStatusRequest, CommandUnknown, ConcreteOffer,
     ContractTuple, Cursor, ErrorMessage, MAX_NAME_CHARS, MessageType, PROTOCOL_VERSION, ParametrizedOffer,

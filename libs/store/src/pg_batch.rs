@@ -164,12 +164,13 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 const WRITE: &str = "
 WITH
   created AS (
-    INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state,
-                         owner, owner_epoch)
-    SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.revision, u.phase_epoch, u.status, u.state::jsonb,
-           $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
-    FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::text[])
-         AS u(match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state)
+    INSERT INTO matches (match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status,
+                         state, owner, owner_epoch)
+    SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.rules_digest, u.revision, u.phase_epoch, u.status,
+           u.state::jsonb, $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
+    FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $41::text[], $5::int8[], $6::int8[], $7::text[],
+                $8::text[])
+         AS u(match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status, state)
     ON CONFLICT (match_id) DO NOTHING
     RETURNING match_id),
   updated AS (
@@ -390,6 +391,7 @@ impl<'a> Batch<'a> {
             .bind(&o.ordinals)
             .bind(&o.payloads)
             .bind(owner)
+            .bind(&c.rules_digests)
             .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
@@ -508,6 +510,7 @@ struct Columns {
     game_ids: Vec<String>,
     rules_versions: Vec<String>,
     game_versions: Vec<String>,
+    rules_digests: Vec<String>,
     revisions: Vec<i64>,
     epochs: Vec<i64>,
     statuses: Vec<&'static str>,
@@ -520,6 +523,7 @@ impl Columns {
         self.game_ids.push(s.game.id.clone());
         self.rules_versions.push(s.game.rules_version.clone());
         self.game_versions.push(s.game_version.clone());
+        self.rules_digests.push(s.rules_digest.clone());
         self.revisions.push(rows::to_i64(s.revision, "revision")?);
         self.epochs.push(rows::to_i64(s.phase_epoch, "phase epoch")?);
         self.statuses.push(rows::match_status(s));

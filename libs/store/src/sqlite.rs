@@ -103,8 +103,8 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) 
         (None, Some(state)) => {
             let created = sqlx::query(
                 "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state,
-                                      owner, owner_epoch)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (match_id) DO NOTHING",
+                                      owner, owner_epoch, rules_digest)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (match_id) DO NOTHING",
             )
             .bind(match_id)
             .bind(&state.game.id)
@@ -116,6 +116,7 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) 
             .bind(rows::encode("match state", &**state)?)
             .bind(owner)
             .bind(i64::from(owner.is_some()))
+            .bind(&state.rules_digest)
             .execute(&mut *tx)
             .await
             .map_err(err)?;

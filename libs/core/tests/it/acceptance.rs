@@ -1,6 +1,6 @@
 //! The acceptance rows of `spec/acceptance.md` that the core decides, named after the rows.
 
-use juegoland_core::{LifecycleError, LifecycleRequest};
+use juegoland_core::{LifecycleError, LifecycleRequest, MatchState};
 use juegoland_protocol::{AckStatus, Precondition, RejectionCode, ServerMessage};
 use juegoland_sdk::{MatchResult, Outcome, SplitMix64};
 use serde_json::json;
@@ -399,4 +399,40 @@ fn cancellation_invents_no_winner_and_stops_offers_and_deadlines() {
     let roll = h.envelope(Uuid::from_u128(79), Precondition::Match { revision: h.state().revision }, "roll", json!({}));
     assert_eq!(h.run("ann", &roll).ack().status, AckStatus::Rejected);
     h.replay().expect("a cancelled match replays");
+}
+
+#[test]
+fn a_match_pins_its_rules_digest_and_refuses_another_contract() {
+    let mut h = Harness::conecta4();
+    let loaded = h.engine.registry.get(&h.state().game).unwrap().clone();
+    assert_eq!(h.state().rules_digest, loaded.digest, "creation pins the module's digest");
+    assert_eq!(loaded.digest.len(), 64);
+    assert!(loaded.digest.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    // Another version of the same game is another contract.
+    let newer = crate::fixture::Versioned(juegoland_conecta4::Conecta4, "1.1.0");
+    let newer = juegoland_sdk::erase(newer);
+    let newer = juegoland_core::rules_digest(newer.descriptor(), newer.schemas());
+    assert_ne!(newer, loaded.digest);
+
+    // The digest survives every later revision, and a pinned match replays.
+    let env = h.envelope(Uuid::from_u128(1), Precondition::Match { revision: 0 }, "drop", json!({"column": 3}));
+    assert_eq!(h.run("alice", &env).ack().status, AckStatus::Applied);
+    assert_eq!(h.state().rules_digest, loaded.digest);
+    h.replay().expect("a pinned match replays");
+
+    // The module registered under this version now declares another contract: the match
+    // neither loads nor replays, and both say why.
+    let mut other = h.state().clone();
+    other.rules_digest = "0".repeat(64);
+    let err = h.engine.load(other.clone()).err().expect("a changed contract refuses to load");
+    assert!(err.0.contains("pinned to 0000"), "{err}");
+    let err = juegoland_core::replay(&h.engine.registry, &other, &h.log).expect_err("and to replay");
+    assert!(matches!(err, juegoland_core::ReplayError::Pinned(_)), "{err}");
+
+    // A match stored before digests were pinned has none, and loads as before.
+    let mut legacy = serde_json::to_value(h.state()).unwrap();
+    legacy.as_object_mut().unwrap().remove("rulesDigest");
+    let legacy: MatchState = serde_json::from_value(legacy).expect("an envelope without a digest decodes");
+    assert!(legacy.rules_digest.is_empty());
+    h.engine.load(legacy).expect("and loads");
 }
