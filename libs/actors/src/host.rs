@@ -21,11 +21,11 @@ use juegoland_store::{Store, StoreError};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::Value;
 use tokio::sync::OnceCell;
-use tracing::{error, info, warn};
+use tracing::{Instrument, Span, debug, error, info, info_span, warn};
 use uuid::Uuid;
 
 use crate::metrics::Metrics;
-use crate::shell::{OsEntropy, now_ms, random_uuid};
+use crate::shell::{OsEntropy, now_ms, random_uuid, redacted};
 
 /// Host settings, with the defaults a node runs with.
 #[derive(Clone, Debug)]
@@ -121,6 +121,9 @@ pub enum MatchMsg {
         principal: String,
         envelope: CommandEnvelope,
         reply: RpcReplyPort<ServerMessage>,
+        /// The caller's span (a node's `node.call`, a gateway's `gateway.command`): the
+        /// parent of the actor's `match.command` span, so the command stays one trace.
+        span: Span,
     },
     Sync {
         principal: String,
@@ -134,6 +137,8 @@ pub enum MatchMsg {
     Lifecycle {
         request: LifecycleRequest,
         reply: RpcReplyPort<Result<u64, HostError>>,
+        /// The caller's span: the parent of the actor's `match.lifecycle` span.
+        span: Span,
     },
     /// A bot seat's decision (an action, or none), for the revision it was decided on.
     BotMove {
@@ -235,12 +240,15 @@ impl Host {
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
     ) -> Result<Uuid, HostError> {
-        let (pending, live) = self
-            .shared
-            .engine
-            .create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new())
-            .map_err(HostError::Create)?;
-        match self.shared.store.commit(&pending.commit).await {
+        let (pending, live) =
+            self.shared.engine.create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new()).map_err(|e| {
+                match e {
+                    juegoland_core::CreateError::Fault(f) => HostError::Internal(redacted(&f.0)),
+                    other => HostError::Create(other),
+                }
+            })?;
+        let span = info_span!("store.commit", match_id = %match_id, revision = 0u64, publications = pending.commit.publications.len());
+        match self.shared.store.commit(&pending.commit).instrument(span).await {
             Ok(()) => {}
             Err(StoreError::Conflict { .. }) => {
                 let stored = self.shared.store.load(match_id).await?;
@@ -327,7 +335,7 @@ impl Host {
                         // landed before the claim (and is loaded) or fails its fence after.
                         shared.store.claim(match_id).await?.ok_or(HostError::NotFound)?;
                         let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
-                        shared.engine.load(state).map_err(|f| HostError::Internal(f.0))?
+                        shared.engine.load(state).map_err(|f| HostError::Internal(redacted(&f.0)))?
                     }
                 };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
@@ -383,6 +391,7 @@ impl Host {
                 if let Err(e) = sweep(&shared).await {
                     warn!(error = %e, "outbox sweep failed");
                 }
+                measure_backlog(&shared).await;
             }
         });
     }
@@ -412,6 +421,37 @@ fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
     }
 }
 
+/// The span of one command on its actor: a child of `parent` (the caller's span) or a root
+/// (a bot's move). It names the match, the command and the seat, and records the outcome
+/// and the revision the command produced or was judged at; never the action or its payload.
+fn command_span(
+    parent: Option<tracing::Id>,
+    state: &MatchActorState,
+    principal: &str,
+    envelope: &CommandEnvelope,
+) -> Span {
+    let seat = state.hot.as_ref().and_then(|live| live.state().seat_of(principal));
+    info_span!(
+        parent: parent,
+        "match.command",
+        match_id = %envelope.match_id,
+        command_id = %envelope.command_id,
+        seat,
+        outcome = tracing::field::Empty,
+        revision = tracing::field::Empty,
+    )
+}
+
+/// The span of one lifecycle operation on its actor (withdraw, cancel, fire a deadline).
+fn lifecycle_span(parent: Option<tracing::Id>, match_id: Uuid, request: &LifecycleRequest) -> Span {
+    let op = match request {
+        LifecycleRequest::Withdraw { .. } => "withdraw",
+        LifecycleRequest::Cancel { .. } => "cancel",
+        LifecycleRequest::FireDeadline { .. } => "fire_deadline",
+    };
+    info_span!(parent: parent, "match.lifecycle", match_id = %match_id, op)
+}
+
 /// Re-dispatches outbox rows left undispatched (after a crash or a bus failure).
 async fn sweep(shared: &Shared) -> Result<(), HostError> {
     const LIMIT: usize = 512;
@@ -427,7 +467,14 @@ async fn sweep(shared: &Shared) -> Result<(), HostError> {
         by_revision.pop_last();
     }
     for ((match_id, revision), pubs) in by_revision {
-        match shared.bus.publish(&pubs).await {
+        // The re-dispatch joins the trace of the commit that wrote the rows; the publications
+        // keep that commit's context, so the deliveries continue it too.
+        let span =
+            info_span!(parent: None, "outbox.redispatch", match_id = %match_id, revision, publications = pubs.len());
+        if let Some(trace_context) = pubs.first().and_then(|p| p.trace_context.as_deref()) {
+            juegoland_telemetry::set_parent_from_text(&span, trace_context);
+        }
+        match shared.bus.publish(&pubs).instrument(span).await {
             Ok(()) => {
                 shared.store.mark_dispatched(&[(match_id, revision)]).await?;
                 shared.metrics.dispatch.with_label_values(&["swept"]).inc();
@@ -439,6 +486,18 @@ async fn sweep(shared: &Shared) -> Result<(), HostError> {
         }
     }
     Ok(())
+}
+
+/// Sets the outbox backlog gauges from the store (left as they were when it cannot answer).
+async fn measure_backlog(shared: &Shared) {
+    match shared.store.outbox_backlog().await {
+        Ok(backlog) => {
+            // The age first: a reader that sees no rows sees no age either.
+            shared.metrics.outbox_backlog_age.set(backlog.oldest_age.map_or(0.0, |age| age.as_secs_f64()));
+            shared.metrics.outbox_backlog.set(i64::try_from(backlog.rows).unwrap_or(i64::MAX));
+        }
+        Err(e) => warn!(error = %e, "could not measure the outbox backlog"),
+    }
 }
 
 /// Watches match actors: a stopped or failed actor is forgotten, and the next request
@@ -519,7 +578,7 @@ impl MatchActorState {
     fn warm(&mut self, engine: &Engine) -> Result<bool, String> {
         let Some(text) = self.cold.take() else { return Ok(false) };
         let state: MatchState = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        self.hot = Some(engine.load(state).map_err(|f| f.0)?);
+        self.hot = Some(engine.load(state).map_err(|f| redacted(&f.0))?);
         Ok(true)
     }
 
@@ -594,8 +653,9 @@ impl MatchActor {
             }
         }
         match msg {
-            MatchMsg::Command { principal, envelope, reply } => {
-                let answer = self.command(&myself, state, &principal, &envelope).await;
+            MatchMsg::Command { principal, envelope, reply, span } => {
+                let span = command_span(span.id(), state, &principal, &envelope);
+                let answer = self.command(&myself, state, &principal, &envelope).instrument(span).await;
                 let _ = reply.send(answer);
             }
             MatchMsg::Sync { principal, reply } => {
@@ -604,8 +664,9 @@ impl MatchActor {
             MatchMsg::CommandStatus { principal, command_id, reply } => {
                 let _ = reply.send(self.command_status(state, &principal, command_id).await);
             }
-            MatchMsg::Lifecycle { request, reply } => {
-                let answer = self.lifecycle(&myself, state, &request).await;
+            MatchMsg::Lifecycle { request, reply, span } => {
+                let span = lifecycle_span(span.id(), state.live().state().match_id, &request);
+                let answer = self.lifecycle(&myself, state, &request).instrument(span).await;
                 let _ = reply.send(answer);
             }
             MatchMsg::BotMove { seat, revision, decided } => {
@@ -678,6 +739,7 @@ impl MatchActor {
         let existing = match self.shared.store.receipt(&key).await {
             Ok(r) => r,
             Err(e) => {
+                Span::current().record("outcome", "unavailable");
                 warn!(match_id = %match_id, error = %e, "receipt lookup failed");
                 m.commands.with_label_values(&["unavailable", ""]).inc();
                 return self.error(ErrorCode::Unavailable, match_id, command_id);
@@ -689,21 +751,26 @@ impl MatchActor {
         m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
         let answer = match decision {
             Decision::Duplicate(receipt) => {
+                Span::current().record("outcome", "duplicate");
                 m.commands.with_label_values(&["duplicate", ""]).inc();
                 receipt.ack(true)
             }
             Decision::IdReused => {
+                Span::current().record("outcome", "reused");
                 m.commands.with_label_values(&["reused", ""]).inc();
                 self.error(ErrorCode::CommandIdReused, match_id, command_id)
             }
             Decision::Forbidden => {
+                Span::current().record("outcome", "forbidden");
                 m.commands.with_label_values(&["forbidden", ""]).inc();
                 self.error(ErrorCode::Forbidden, match_id, command_id)
             }
             Decision::Fault(f) => {
-                error!(match_id = %match_id, command_id = %envelope.command_id, fault = %f, "command failed internally; nothing committed");
+                Span::current().record("outcome", "fault");
+                let fault = redacted(&f.0);
+                error!(match_id = %match_id, command_id = %envelope.command_id, fault, "command failed internally; nothing committed");
                 m.commands.with_label_values(&["fault", ""]).inc();
-                state.fault = Some(f.to_string());
+                state.fault = Some(fault);
                 self.error(ErrorCode::Internal, match_id, command_id)
             }
             Decision::Commit(pending) => match self.commit(myself, state, *pending).await {
@@ -711,16 +778,20 @@ impl MatchActor {
                     let receipt = commit.receipt.as_ref().expect("a command commit carries its receipt");
                     match &receipt.outcome {
                         juegoland_core::ReceiptOutcome::Applied { revision } => {
+                            Span::current().record("outcome", "applied").record("revision", revision);
                             info!(match_id = %match_id, revision, "command applied");
                             m.commands.with_label_values(&["applied", ""]).inc();
                         }
-                        juegoland_core::ReceiptOutcome::Rejected { code, .. } => {
+                        juegoland_core::ReceiptOutcome::Rejected { code, revision } => {
+                            Span::current().record("outcome", "rejected").record("revision", revision);
+                            debug!(match_id = %match_id, revision, code = code.as_str(), "command rejected");
                             m.commands.with_label_values(&["rejected", code.as_str()]).inc();
                         }
                     }
                     receipt.ack(false)
                 }
                 Err(e) => {
+                    Span::current().record("outcome", "unavailable");
                     m.commands.with_label_values(&["unavailable", ""]).inc();
                     let mut msg = e.to_error_message(Some(match_id));
                     msg.command_id = command_id;
@@ -733,14 +804,32 @@ impl MatchActor {
     }
 
     /// Stores a pending operation, advances the live match, dispatches its publications.
+    ///
+    /// The commit runs in a `store.commit` span (a child of the current `match.command` or
+    /// `match.lifecycle`); its W3C context, when the trace is to travel, goes into every
+    /// publication, hence into the outbox rows and the stream entries, and the gateways'
+    /// deliveries continue it.
     async fn commit(
         &self,
         myself: &ActorRef<MatchMsg>,
         state: &mut MatchActorState,
-        pending: Pending,
+        mut pending: Pending,
     ) -> Result<juegoland_core::Commit, HostError> {
         let started = Instant::now();
-        let result = self.shared.store.commit(&pending.commit).await;
+        let span = info_span!(
+            "store.commit",
+            match_id = %pending.commit.match_id,
+            revision = pending.commit.revision_after(),
+            publications = pending.commit.publications.len(),
+        );
+        if !pending.commit.publications.is_empty()
+            && let Some(trace_context) = juegoland_telemetry::trace_context(&span)
+        {
+            for p in &mut pending.commit.publications {
+                p.trace_context = Some(trace_context.clone());
+            }
+        }
+        let result = self.shared.store.commit(&pending.commit).instrument(span).await;
         self.shared.metrics.command_seconds.with_label_values(&["commit"]).observe(started.elapsed().as_secs_f64());
         match result {
             Ok(()) => {
@@ -767,7 +856,17 @@ impl MatchActor {
             if lost {
                 warn!(match_id = %commit.match_id, revision, "fault injection: publications lost after the commit");
             }
-            let published = if lost { Ok(()) } else { self.shared.bus.publish(&commit.publications).await };
+            let published = if lost {
+                Ok(())
+            } else {
+                let span = info_span!(
+                    "bus.publish",
+                    match_id = %commit.match_id,
+                    revision,
+                    publications = commit.publications.len(),
+                );
+                self.shared.bus.publish(&commit.publications).instrument(span).await
+            };
             match published {
                 Ok(()) => {
                     self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
@@ -797,7 +896,7 @@ impl MatchActor {
         };
         let seat = s.seat_of(principal).ok_or_else(forbidden)?;
         let snapshot = state.live().snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
-            error!(match_id = %s.match_id, fault = %f, "snapshot failed");
+            error!(match_id = %s.match_id, fault = redacted(&f.0), "snapshot failed");
             let mut e = ErrorMessage::new(ErrorCode::Internal);
             e.match_id = Some(s.match_id);
             e
@@ -834,8 +933,12 @@ impl MatchActor {
     ) -> Result<u64, HostError> {
         let pending =
             self.shared.engine.lifecycle(state.live(), request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
+                let e = match e {
+                    LifecycleError::Fault(f) => LifecycleError::Fault(juegoland_core::Fault(redacted(&f.0))),
+                    other => other,
+                };
                 if let LifecycleError::Fault(f) = &e {
-                    state.fault = Some(f.to_string());
+                    state.fault = Some(f.0.clone());
                 }
                 HostError::Lifecycle(e)
             })?;
@@ -869,7 +972,8 @@ impl MatchActor {
         let m = &self.shared.metrics;
         let due_ms = state.live().state().deadlines.get(&id).filter(|d| d.generation == generation).map(|d| d.due_ms);
         let request = LifecycleRequest::FireDeadline { id, generation };
-        match self.lifecycle(myself, state, &request).await {
+        let span = lifecycle_span(None, state.live().state().match_id, &request);
+        match self.lifecycle(myself, state, &request).instrument(span).await {
             Ok(_) => {
                 m.local_deadlines.with_label_values(&["fired"]).inc();
                 if let Some(due_ms) = due_ms {
@@ -943,7 +1047,9 @@ impl MatchActor {
             action: Action { r#type: action_type, payload },
         };
         let principal = format!("{}{seat}", juegoland_core::state::BOT_PREFIX);
-        let answer = self.command(myself, state, &principal, &envelope).await;
+        // A bot's move starts a trace of its own.
+        let span = command_span(None, state, &principal, &envelope);
+        let answer = self.command(myself, state, &principal, &envelope).instrument(span).await;
         if let ServerMessage::Error(e) = answer {
             warn!(match_id = %envelope.match_id, seat, code = ?e.code, "bot command failed");
         }

@@ -69,10 +69,12 @@ impl Matches for Host {
     async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
         let match_id = envelope.match_id;
         let principal = principal.to_owned();
+        let span = tracing::Span::current();
         self.call(match_id, move |reply| MatchMsg::Command {
             principal: principal.clone(),
             envelope: envelope.clone(),
             reply,
+            span: span.clone(),
         })
         .await
     }
@@ -94,7 +96,9 @@ impl Matches for Host {
     }
 
     async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError> {
-        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply }).await?
+        let span = tracing::Span::current();
+        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply, span: span.clone() })
+            .await?
     }
 
     async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the match host.
 
-use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -13,8 +13,14 @@ pub struct Metrics {
     /// Actor lifecycle: activation, passivation, failure (a panic or real fault), and a quiet
     /// match cooled to compact text or warmed back for a message.
     pub actor_events: IntCounterVec,
-    /// Outbox dispatch results: ok, failed, swept.
+    /// Outbox dispatch results: ok, failed (a stream publish failed; the sweeper resends),
+    /// swept.
     pub dispatch: IntCounterVec,
+    /// Undispatched outbox rows, measured by the sweeper after each round. The sweeper
+    /// reads the whole store, so every node of a cluster reports the same backlog.
+    pub outbox_backlog: IntGauge,
+    /// Seconds since the oldest undispatched outbox row was written (0 when none waits).
+    pub outbox_backlog_age: Gauge,
     /// Deadlines fired by the actor's local fast-path timer: fired, stale (the durable
     /// scheduler or a newer generation got there first), failed.
     pub local_deadlines: IntCounterVec,
@@ -51,6 +57,27 @@ impl Metrics {
             )
             .buckets(vec![0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]),
         )?;
+        let outbox_backlog =
+            IntGauge::new("juegoland_outbox_backlog", "Undispatched outbox rows, measured by the outbox sweeper")?;
+        let outbox_backlog_age = Gauge::new(
+            "juegoland_outbox_backlog_age_seconds",
+            "Age of the oldest undispatched outbox row (0 when none waits), measured by the outbox sweeper",
+        )?;
+        // The label values are known in advance: every series exists from the start, at 0.
+        for outcome in ["applied", "duplicate", "reused", "forbidden", "fault", "unavailable"] {
+            commands.with_label_values(&[outcome, ""]);
+        }
+        for event in ["activation", "passivation", "failure", "cooled", "warmed"] {
+            actor_events.with_label_values(&[event]);
+        }
+        for result in ["ok", "failed", "swept"] {
+            dispatch.with_label_values(&[result]);
+        }
+        for outcome in ["fired", "stale", "failed"] {
+            local_deadlines.with_label_values(&[outcome]);
+        }
+        registry.register(Box::new(outbox_backlog.clone()))?;
+        registry.register(Box::new(outbox_backlog_age.clone()))?;
         registry.register(Box::new(local_deadlines.clone()))?;
         registry.register(Box::new(local_deadline_lag.clone()))?;
         registry.register(Box::new(commands.clone()))?;
@@ -64,6 +91,8 @@ impl Metrics {
             active_actors,
             actor_events,
             dispatch,
+            outbox_backlog,
+            outbox_backlog_age,
             local_deadlines,
             local_deadline_lag,
         })

@@ -48,3 +48,17 @@ pub fn random_uuid() -> uuid::Uuid {
     getrandom::fill(&mut bytes).expect("the operating system's entropy source failed");
     uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
+
+/// A rules fault as logs and error messages show it: a digest and a length, never the text.
+/// A fault's message may be written by the game's rules or come from decoding its data, so it
+/// can describe hidden state (a ship's cells in a failed placement check); it stays in the
+/// process. Equal messages give equal digests, so one fault seen many times is one line to
+/// look for; the game's own tests (`juegoland-conformance`) show the text.
+pub fn redacted(fault: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same digest for the same message in every process of a
+    // build, and nothing of the message recoverable from it.
+    let mut hasher = std::hash::DefaultHasher::new();
+    fault.hash(&mut hasher);
+    format!("rules fault {:016x} ({} bytes; its message is not logged)", hasher.finish(), fault.len())
+}

@@ -120,6 +120,7 @@ async fn run(redis: &PrivateRedis, matches: usize, per_reader: usize, rate: u64,
                     revision: r,
                     recipient: Some(seat.to_owned()),
                     encoded: sent.to_string().into(),
+                    trace_context: None,
                 })
                 .collect();
             node.publish(&publications).await.expect("publish");

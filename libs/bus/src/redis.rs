@@ -7,7 +7,9 @@
 //! recipient's `game.snapshot` text) and `published` (the publisher's wall clock when it sent
 //! the revision, in microseconds since the Unix epoch: readers ignore it; tools and the
 //! fan-out benchmark read it back with [`RedisBus::published`] to measure how long entries
-//! take to reach clients). All entries of one match go in one MULTI/EXEC with
+//! take to reach clients), and, only when the publication has one, `traceparent` (the W3C
+//! trace context of the commit that produced it, [`Publication::trace_context`], so that the
+//! gateway's delivery continues the command's trace). All entries of one match go in one MULTI/EXEC with
 //! `XADD … MAXLEN ~ N`, followed by `EXPIRE`, so a reader sees a revision's entries together.
 //! Explicit ids make a re-publication idempotent: Redis refuses an id at or below the
 //! stream's top, so the outbox sweeper re-sending a revision that is already on the stream
@@ -69,6 +71,7 @@ const FIELD_RECIPIENT: &str = "recipient";
 const FIELD_COUNT: &str = "count";
 const FIELD_ENCODED: &str = "encoded";
 const FIELD_PUBLISHED: &str = "published";
+const FIELD_TRACEPARENT: &str = "traceparent";
 
 /// The first pause before the reader reconnects; it doubles up to [`RECONNECT_MAX`].
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
@@ -270,6 +273,9 @@ impl RedisBus {
                     .arg(&*p.encoded)
                     .arg(FIELD_PUBLISHED)
                     .arg(published.to_string());
+                if let Some(traceparent) = &p.trace_context {
+                    pipe.arg(FIELD_TRACEPARENT).arg(&**traceparent);
+                }
             }
         }
         if let Some(ttl) = self.config.stream_ttl {
@@ -606,7 +612,9 @@ fn decode(match_id: Uuid, id: EntryId, entry: &StreamId) -> Result<(Publication,
     let recipient = text(FIELD_RECIPIENT)?;
     let encoded = text(FIELD_ENCODED)?;
     let recipient = (!recipient.is_empty()).then_some(recipient);
-    Ok((Publication { match_id, revision, recipient, encoded: encoded.into() }, count))
+    // Optional: entries of a commit without a trace context have none.
+    let trace_context = entry.get::<String>(FIELD_TRACEPARENT).map(Into::into);
+    Ok((Publication { match_id, revision, recipient, encoded: encoded.into(), trace_context }, count))
 }
 
 /// A task that reads the streams of its set of watched matches and feeds their subscribers.
@@ -775,6 +783,7 @@ mod tests {
             revision,
             recipient: None,
             encoded: encoded.into(),
+            trace_context: None,
         }))
     }
 

@@ -23,6 +23,12 @@ impl Pattern {
             other => panic!("an object pattern needs an object, got {other}"),
         }
     }
+
+    /// Whether the pattern occurs anywhere in `json`, as the checker looks for it in what a
+    /// recipient receives; for other outputs that must not leak either (log lines).
+    pub fn occurs_in(&self, json: &Value) -> bool {
+        contains(json, self)
+    }
 }
 
 /// A game's knowledge of its own hidden information, for the checker.

@@ -195,6 +195,7 @@ pub(crate) fn publications(
             revision: after.revision,
             recipient: Some(seat.clone()),
             encoded: encoded.into(),
+            trace_context: None,
         });
         previous = Some(snapshot);
     }

@@ -172,6 +172,11 @@ pub struct Publication {
     /// The seat it is for; `None` for authorized spectators.
     pub recipient: Option<Seat>,
     pub encoded: Arc<str>,
+    /// The W3C `traceparent` of the commit that produced it, opaque here: the node's shell
+    /// sets it before the commit, the outbox row and the stream entry carry it, and the
+    /// gateway continues that trace when it delivers. `None` when the commit carried no
+    /// trace context (the engine never sets one). Ids and flags only, never game data.
+    pub trace_context: Option<Arc<str>>,
 }
 
 /// How an encoded snapshot names its (still empty) subscription.
@@ -232,7 +237,13 @@ mod tests {
         let encoded = format!(
             r#"{{"protocolVersion":1,"type":"game.snapshot","matchId":"{m}","subscriptionId":"","fromRevision":0,"revision":1,"seat":"p0","view":{{"subscriptionId":""}},"context":{{}},"actions":[],"result":null,"events":[]}}"#
         );
-        let p = Publication { match_id: m, revision: 1, recipient: Some("p0".into()), encoded: encoded.into() };
+        let p = Publication {
+            match_id: m,
+            revision: 1,
+            recipient: Some("p0".into()),
+            encoded: encoded.into(),
+            trace_context: None,
+        };
         let text = p.for_subscription("s-1\"x");
         let ServerMessage::Snapshot(s) = juegoland_protocol::decode_server(text.as_bytes()).unwrap() else {
             panic!("a snapshot")

@@ -1,6 +1,8 @@
 //! Prometheus metrics of the client edge.
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+
+use crate::ws::Resync;
 
 #[derive(Clone)]
 pub struct EdgeMetrics {
@@ -10,8 +12,11 @@ pub struct EdgeMetrics {
     pub messages: IntCounterVec,
     /// `game.error`s sent, by code.
     pub errors: IntCounterVec,
-    /// Resyncs by reason: gap, bus-lag, cursor.
+    /// Resyncs by reason: gap, bus-lag, cursor, barrier-overflow.
     pub resyncs: IntCounterVec,
+    /// Seconds from a decoded `game.command` to its answer (the router, the node and the
+    /// commit included; the client's network not).
+    pub command_seconds: Histogram,
 }
 
 impl EdgeMetrics {
@@ -30,11 +35,22 @@ impl EdgeMetrics {
             Opts::new("juegoland_gateway_resyncs_total", "Subscription resyncs, by reason"),
             &["reason"],
         )?;
+        let command_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "juegoland_gateway_command_seconds",
+                "Decoded game.command to its answer, on the gateway",
+            )
+            .buckets(prometheus::exponential_buckets(0.0005, 2.0, 14)?),
+        )?;
+        for reason in Resync::ALL {
+            resyncs.with_label_values(&[reason.as_str()]);
+        }
         registry.register(Box::new(connections.clone()))?;
         registry.register(Box::new(subscriptions.clone()))?;
         registry.register(Box::new(messages.clone()))?;
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(resyncs.clone()))?;
-        Ok(Self { connections, subscriptions, messages, errors, resyncs })
+        registry.register(Box::new(command_seconds.clone()))?;
+        Ok(Self { connections, subscriptions, messages, errors, resyncs, command_seconds })
     }
 }

@@ -35,13 +35,13 @@ use juegoland_actors::{HostError, Matches, SyncReply};
 use juegoland_bus::{Bus, BusItem};
 use juegoland_core::Publication;
 use juegoland_protocol::{
-    ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, MessageType, ServerMessage, Snapshot, SyncRequest,
-    decode_client, encode,
+    AckStatus, ClientMessage, CommandEnvelope, Cursor, ErrorCode, ErrorMessage, MessageType, ServerMessage, Snapshot,
+    SyncRequest, decode_client, encode,
 };
 use socketioxide::SocketIo;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 use uuid::Uuid;
 
 use crate::metrics::EdgeMetrics;
@@ -481,17 +481,41 @@ pub(crate) async fn serve_frames(
     ended
 }
 
+/// One client command, in a `gateway.command` span: the root of the command's trace (clients
+/// send no trace context), which the call to the router (or the host, in one process)
+/// continues. It names the match and the command and records the answer's status or error
+/// code; never the action or its payload.
 async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) -> ServerMessage {
     let (match_id, command_id) = (envelope.match_id, envelope.command_id);
-    match gateway.matches.command(principal, envelope).await {
-        Ok(answer) => {
-            if let ServerMessage::Error(e) = &answer {
-                gateway.metrics.errors.with_label_values(&[e.code.as_str()]).inc();
+    let span = info_span!(
+        parent: None,
+        "gateway.command",
+        match_id = %match_id,
+        command_id = %command_id,
+        outcome = tracing::field::Empty,
+    );
+    async move {
+        let _timer = gateway.metrics.command_seconds.start_timer();
+        let answer = match gateway.matches.command(principal, envelope).await {
+            Ok(answer) => {
+                if let ServerMessage::Error(e) = &answer {
+                    gateway.metrics.errors.with_label_values(&[e.code.as_str()]).inc();
+                }
+                answer
             }
-            answer
-        }
-        Err(e) => host_error(gateway, &e, Some(match_id)).with_command_id(command_id).into(),
+            Err(e) => host_error(gateway, &e, Some(match_id)).with_command_id(command_id).into(),
+        };
+        let outcome = match &answer {
+            ServerMessage::Ack(ack) if ack.status == AckStatus::Applied => "applied",
+            ServerMessage::Ack(_) => "rejected",
+            ServerMessage::Error(e) => e.code.as_str(),
+            _ => "other",
+        };
+        tracing::Span::current().record("outcome", outcome);
+        answer
     }
+    .instrument(span)
+    .await
 }
 
 fn host_error(gateway: &Gateway, e: &HostError, match_id: Option<Uuid>) -> ErrorMessage {
@@ -505,7 +529,7 @@ fn host_error(gateway: &Gateway, e: &HostError, match_id: Option<Uuid>) -> Error
 
 /// Why a subscription resynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Resync {
+pub(crate) enum Resync {
     Gap,
     BusLag,
     Cursor,
@@ -514,7 +538,10 @@ enum Resync {
 }
 
 impl Resync {
-    fn as_str(self) -> &'static str {
+    /// Every reason (the metrics start each at 0).
+    pub(crate) const ALL: [Resync; 4] = [Resync::Gap, Resync::BusLag, Resync::Cursor, Resync::BarrierOverflow];
+
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Resync::Gap => "gap",
             Resync::BusLag => "bus-lag",
@@ -575,6 +602,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
         Ok(s) => s,
         Err(e) => {
             warn!(match_id = %match_id, error = %e, "bus subscribe failed");
+            gateway.metrics.errors.with_label_values(&[ErrorCode::Unavailable.as_str()]).inc();
             out.send(&error(ErrorCode::Unavailable).into()).await;
             return;
         }
@@ -597,6 +625,7 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
             && t.event_schema_version == reply.event_schema_version
     });
     if !compatible {
+        live.gateway.metrics.errors.with_label_values(&[ErrorCode::IncompatibleClient.as_str()]).inc();
         live.out.send(&error(ErrorCode::IncompatibleClient).into()).await;
         return;
     }
@@ -698,11 +727,24 @@ impl Live {
             Step::Continue
         } else if p.revision == self.revision + 1 {
             self.revision = p.revision;
-            if self.out.send_encoded(Snapshot::TYPE, p.for_subscription(&self.subscription_id)).await {
-                Step::Continue
-            } else {
-                Step::Stop
-            }
+            let send = self.out.send_encoded(Snapshot::TYPE, p.for_subscription(&self.subscription_id));
+            let sent = match p.trace_context.as_deref() {
+                // The delivery continues the trace of the commit that produced the revision.
+                Some(trace_context) => {
+                    let span = info_span!(
+                        parent: None,
+                        "gateway.deliver",
+                        match_id = %self.match_id,
+                        revision = p.revision,
+                        seat = %self.seat,
+                        subscription_id = %self.subscription_id,
+                    );
+                    juegoland_telemetry::set_parent_from_text(&span, trace_context);
+                    send.instrument(span).await
+                }
+                None => send.await,
+            };
+            if sent { Step::Continue } else { Step::Stop }
         } else {
             Step::Resync(Resync::Gap)
         }
@@ -794,7 +836,11 @@ impl Live {
 async fn read(gateway: &Gateway, match_id: Uuid, principal: &str) -> Result<SyncReply, ErrorMessage> {
     match gateway.matches.sync(match_id, principal).await {
         Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => Err(e),
+        Ok(Err(e)) => {
+            // A refusal (FORBIDDEN, …) is a game.error like any other; `host_error` counts its own.
+            gateway.metrics.errors.with_label_values(&[e.code.as_str()]).inc();
+            Err(e)
+        }
         Err(e) => Err(host_error(gateway, &e, Some(match_id))),
     }
 }
@@ -984,6 +1030,7 @@ mod tests {
                         revision,
                         recipient: Some(seat.into()),
                         encoded: encoded.to_string().into(),
+                        trace_context: None,
                     }
                 })
                 .collect();

@@ -10,10 +10,12 @@
 //! drain on SIGTERM and self-fence on a lost lease (`serve.rs`). Must not use: any service
 //! crate, or know any game by name (the catalog is passed in).
 //!
-//! Every call a router forwards carries the W3C trace context of its `router.forward` span
-//! in the gRPC metadata, and the node's `node.call` span continues it (`libs/telemetry`), so
-//! one command is one trace across the processes; a scheduler's firing starts its trace in
-//! its `scheduler.fire` span.
+//! Every call a gateway or a scheduler makes to a router carries the W3C trace context of
+//! the span it is made in (a gateway's `gateway.command`, a scheduler's `scheduler.fire`),
+//! the router's `router.forward` span continues it and carries its own to the node, and the
+//! node's `node.call` span continues that (`libs/telemetry`); the actor's `match.command`
+//! and `store.commit` follow, and the commit's context travels on with its publications to
+//! every gateway's `gateway.deliver`, so one command is one trace across the processes.
 
 mod errors;
 mod node;
@@ -26,5 +28,6 @@ pub use node::{NodeMetrics, NodeService};
 pub use router::{Calls, Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    GatewayConfig, NodeConfig, RouterConfig, SchedulerConfig, run_gateway, run_node, run_router, run_scheduler,
+    GatewayConfig, NodeConfig, RouterConfig, SchedulerConfig, register_process_metrics, run_gateway, run_node,
+    run_router, run_scheduler,
 };

@@ -139,7 +139,13 @@ impl NodeService {
         Fut: Future<Output = Result<T, RpcError>>,
     {
         let started = Instant::now();
-        let span = info_span!("node.call", op, match_id = tracing::field::Empty, node_id = %self.inner.node_id);
+        let span = info_span!(
+            "node.call",
+            op,
+            match_id = tracing::field::Empty,
+            command_id = tracing::field::Empty,
+            node_id = %self.inner.node_id,
+        );
         juegoland_telemetry::set_parent(&span, juegoland_telemetry::extract(metadata));
         let result = async {
             let match_id = match_id?;
@@ -188,6 +194,7 @@ impl pb::node_server::Node for NodeService {
         let match_id = envelope.as_ref().map(|e| e.match_id).map_err(Clone::clone);
         self.serve("submit_command", &metadata, match_id, |_| async move {
             let envelope = envelope?;
+            tracing::Span::current().record("command_id", tracing::field::display(envelope.command_id));
             let answer = self.inner.host.command(&req.principal, envelope).await.map_err(to_rpc)?;
             Ok(pb::ServerMessageReply { message_json: juegoland_rpc::server_message_to_json(&answer) })
         })

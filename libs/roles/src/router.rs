@@ -86,6 +86,22 @@ impl RouterMetrics {
             .buckets(prometheus::exponential_buckets(0.0001, 2.0, 18)?),
             &["op"],
         )?;
+        // The retryable failures of every operation are known: their series start at 0.
+        let ops = [
+            "create_match",
+            "submit_command",
+            "command_status",
+            "sync",
+            "withdraw",
+            "fire_deadline",
+            "cancel",
+            "revision",
+        ];
+        for op in ops {
+            for reason in ["not_owner", "unavailable"] {
+                retries.with_label_values(&[op, reason]);
+            }
+        }
         registry.register(Box::new(forwards.clone()))?;
         registry.register(Box::new(retries.clone()))?;
         registry.register(Box::new(hop_seconds.clone()))?;
@@ -155,7 +171,13 @@ impl Forwarder {
         F: Fn(NodeClient) -> Fut,
         Fut: Future<Output = Result<Response<T>, Status>>,
     {
-        let span = info_span!("router.forward", op, match_id = %match_id, node_id = tracing::field::Empty);
+        let span = info_span!(
+            "router.forward",
+            op,
+            match_id = %match_id,
+            command_id = tracing::field::Empty,
+            node_id = tracing::field::Empty,
+        );
         if let Some(parent) = parent {
             juegoland_telemetry::set_parent(&span, parent);
         }
@@ -221,8 +243,11 @@ impl Forwarder {
         parent: Option<TraceContext>,
         req: pb::SubmitCommandRequest,
     ) -> Result<pb::ServerMessageReply, RpcError> {
-        let match_id = juegoland_rpc::envelope(&req.envelope_json)?.match_id;
+        let envelope = juegoland_rpc::envelope(&req.envelope_json)?;
+        let (match_id, command_id) = (envelope.match_id, envelope.command_id);
         self.forward("submit_command", match_id, parent, |mut c| {
+            // Inside the `router.forward` span.
+            tracing::Span::current().record("command_id", tracing::field::display(command_id));
             let req = request(req.clone());
             async move { c.submit_command(req).await }
         })

@@ -32,7 +32,7 @@ use juegoland_actors::shell::now_ms;
 use juegoland_actors::{HostError, Matches};
 use juegoland_core::{LifecycleError, LifecycleRequest};
 use juegoland_store::{DueDeadline, Store};
-use prometheus::{Histogram, IntCounterVec, IntGauge};
+use prometheus::{Gauge, Histogram, IntCounterVec, IntGauge};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -84,6 +84,10 @@ pub struct SchedulerMetrics {
     pub lag_seconds: Histogram,
     /// Deadlines pending in the store (claimed or not, due or not).
     pub pending: IntGauge,
+    /// How far past its due instant the earliest pending deadline is (0 when none is due):
+    /// the lag of the deadline that has waited longest, fired or not yet. Counted with
+    /// `pending`; every replica reads the same store.
+    pub overdue_seconds: Gauge,
 }
 
 impl SchedulerMetrics {
@@ -100,13 +104,18 @@ impl SchedulerMetrics {
             .buckets(prometheus::exponential_buckets(0.001, 2.0, 17)?),
         )?;
         let pending = IntGauge::new("juegoland_scheduler_pending", "Deadlines pending in the store")?;
+        let overdue_seconds = Gauge::new(
+            "juegoland_scheduler_overdue_seconds",
+            "How far past its due instant the earliest pending deadline is (0 when none is due)",
+        )?;
         registry.register(Box::new(deadlines.clone()))?;
         registry.register(Box::new(lag_seconds.clone()))?;
         registry.register(Box::new(pending.clone()))?;
+        registry.register(Box::new(overdue_seconds.clone()))?;
         for outcome in [Outcome::Fired, Outcome::Stale, Outcome::Failed] {
             deadlines.with_label_values(&[outcome.label()]);
         }
-        Ok(Self { deadlines, lag_seconds, pending })
+        Ok(Self { deadlines, lag_seconds, pending, overdue_seconds })
     }
 }
 
@@ -184,6 +193,14 @@ impl Loop {
                 match me.store.pending_deadlines().await {
                     Ok(n) => me.metrics.pending.set(i64::try_from(n).unwrap_or(i64::MAX)),
                     Err(e) => warn!(error = %e, "could not count pending deadlines"),
+                }
+                let now = now_ms();
+                match me.store.due_deadlines(now, 1).await {
+                    Ok(due) => {
+                        let overdue_ms = due.first().map_or(0, |d| now.saturating_sub(d.due_ms).max(0));
+                        me.metrics.overdue_seconds.set(overdue_ms as f64 / 1_000.0);
+                    }
+                    Err(e) => warn!(error = %e, "could not read the earliest due deadline"),
                 }
             }
             let room = me.options.concurrency.saturating_sub(firing.len()).min(me.options.batch);

@@ -195,6 +195,27 @@ async fn terminated() {
     }
 }
 
+/// Registers the process's own metrics: `juegoland_build_info{role, version}` (always 1;
+/// dashboards find a release's pods, and each pod's role, by it) and
+/// `process_start_time_seconds`, the standard gauge of the Prometheus clients' process
+/// collector, set when the process registers its metrics at start-up: a new value means the
+/// process restarted (the restart panels and the flapping alerts count them). `role` is
+/// `node`, `router`, `gateway`, `scheduler` or `dev` (not `service`, which Prometheus
+/// Operator's scrapes set on every target).
+pub fn register_process_metrics(registry: &prometheus::Registry, role: &str) -> prometheus::Result<()> {
+    let info = prometheus::IntGaugeVec::new(
+        prometheus::Opts::new("juegoland_build_info", "The process's role and version (always 1)"),
+        &["role", "version"],
+    )?;
+    info.with_label_values(&[role, env!("CARGO_PKG_VERSION")]).set(1);
+    let started =
+        prometheus::Gauge::new("process_start_time_seconds", "Start time of the process since unix epoch in seconds.")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    started.set(now.map_or(0.0, |d| d.as_secs_f64()));
+    registry.register(Box::new(info))?;
+    registry.register(Box::new(started))
+}
+
 fn health_routes(registry: prometheus::Registry, ready: Arc<std::sync::atomic::AtomicBool>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -250,6 +271,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let heartbeat = Heartbeat::start(members_pool.clone(), lease);
 
     let prometheus = prometheus::Registry::new();
+    register_process_metrics(&prometheus, "node").context("register process metrics")?;
     let membership = Membership::start(members_pool.clone(), refresh);
     membership.register(&prometheus).context("register membership metrics")?;
     membership.refresh_now().await;
@@ -355,6 +377,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
     let prometheus = prometheus::Registry::new();
+    register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
     let shutdown = juegoland_edge::Shutdown::default();
     let tokens = match (&config.jwt_secret, &config.jwt_public_key_file) {
         (_, Some(path)) => {
@@ -405,6 +428,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
         .await
         .context("connect to PostgreSQL (membership)")?;
     let prometheus = prometheus::Registry::new();
+    register_process_metrics(&prometheus, "router").context("register process metrics")?;
     let membership = Membership::start(pool, refresh);
     membership.register(&prometheus).context("register membership metrics")?;
     membership.refresh_now().await;
@@ -467,6 +491,7 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     let calls =
         RouterCalls::new(&config.routers, Arc::new(registry), Duration::from_secs(10)).context("router addresses")?;
     let prometheus = prometheus::Registry::new();
+    register_process_metrics(&prometheus, "scheduler").context("register process metrics")?;
     let metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;

@@ -57,12 +57,14 @@ use std::time::Duration;
 use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
 use uuid::Uuid;
 
+pub mod audit;
 mod memory;
 mod pg;
 mod pg_batch;
 mod pg_lookup;
 mod rows;
 mod sqlite;
+mod sqlite_batch;
 
 pub use memory::MemoryStore;
 pub use pg::PgStore;
@@ -89,6 +91,17 @@ pub enum StoreError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutboxRow {
     pub publication: Publication,
+}
+
+/// The outbox rows still waiting for dispatch: how many, and how long the oldest has waited
+/// (the node's sweeper reports both as metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutboxBacklog {
+    /// Undispatched rows: one per publication (a recipient of a revision).
+    pub rows: u64,
+    /// How long ago the oldest undispatched row was written, on the store's clock; `None`
+    /// when nothing waits.
+    pub oldest_age: Option<Duration>,
 }
 
 /// A pending deadline that is due: what the scheduler fires, with its generation.
@@ -123,12 +136,17 @@ pub trait Store: Send + Sync + 'static {
     /// Every stored match id, in id order (for replay and audits).
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError>;
     /// Up to `limit` undispatched outbox rows, oldest first: ordered by match, then revision,
-    /// then the order the publications of one revision were decided in.
+    /// then the order the publications of one revision were decided in. Each publication is
+    /// as committed, its `trace_context` included, so a re-dispatch continues the trace of
+    /// the command that produced it.
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
     /// Marks, for each `(match_id, revision)`, every outbox row of the match up to that
     /// revision as dispatched. A mark lost in a crash only means a harmless re-dispatch, so
     /// backends may make marks durable lazily (PostgreSQL commits them asynchronously).
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError>;
+    /// How many outbox rows are undispatched and the age of the oldest, in one cheap read
+    /// (the rows themselves stay where they are); for the outbox backlog metrics.
+    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError>;
     /// Up to `limit` pending deadlines due at `now_ms` (`due_ms <= now_ms`), earliest first,
     /// then by match, id and generation. Reading does not consume them: firing goes through
     /// the match (its generation check and commit).

@@ -8,7 +8,7 @@ use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, Receipt
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
-use crate::{DueDeadline, OutboxRow, Store, StoreError, conflict};
+use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, conflict};
 
 /// A stored match: its state and who owns it.
 struct Stored {
@@ -22,8 +22,9 @@ struct Inner {
     matches: BTreeMap<Uuid, Stored>,
     receipts: BTreeMap<ReceiptKey, Receipt>,
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
-    /// (match, revision) → publications and whether they were dispatched.
-    outbox: BTreeMap<(Uuid, u64), (Vec<Publication>, bool)>,
+    /// (match, revision) → publications, whether they were dispatched, and when they were
+    /// written.
+    outbox: BTreeMap<(Uuid, u64), (Vec<Publication>, bool, Instant)>,
     /// Deadline claims: (match, id, generation) → claimant and when the claim expires.
     claims: BTreeMap<DeadlineKey, (String, Instant)>,
     /// Deadlines of finished matches that were cancelled (the state still lists them).
@@ -123,7 +124,7 @@ impl Store for MemoryStore {
             inner.logs.entry(commit.match_id).or_default().push(log.clone());
         }
         if let (Some(rev), false) = (commit.revision_after(), commit.publications.is_empty()) {
-            inner.outbox.insert((commit.match_id, rev), (commit.publications.clone(), false));
+            inner.outbox.insert((commit.match_id, rev), (commit.publications.clone(), false, Instant::now()));
         }
         Ok(())
     }
@@ -149,8 +150,8 @@ impl Store for MemoryStore {
         Ok(inner
             .outbox
             .values()
-            .filter(|(_, dispatched)| !dispatched)
-            .flat_map(|(pubs, _)| pubs.iter().cloned())
+            .filter(|(_, dispatched, _)| !dispatched)
+            .flat_map(|(pubs, _, _)| pubs.iter().cloned())
             .take(limit)
             .map(|publication| OutboxRow { publication })
             .collect())
@@ -159,11 +160,20 @@ impl Store for MemoryStore {
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().await;
         for (match_id, revision) in marks {
-            for (_, (_, dispatched)) in inner.outbox.range_mut((*match_id, 0)..=(*match_id, *revision)) {
+            for (_, (_, dispatched, _)) in inner.outbox.range_mut((*match_id, 0)..=(*match_id, *revision)) {
                 *dispatched = true;
             }
         }
         Ok(())
+    }
+
+    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+        let inner = self.inner.lock().await;
+        let waiting = inner.outbox.values().filter(|(_, dispatched, _)| !dispatched);
+        let (rows, oldest) = waiting.fold((0u64, None::<Instant>), |(rows, oldest), (pubs, _, at)| {
+            (rows + pubs.len() as u64, Some(oldest.map_or(*at, |o| o.min(*at))))
+        });
+        Ok(OutboxBacklog { rows, oldest_age: oldest.map(|at| at.elapsed()) })
     }
 
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError> {

@@ -15,14 +15,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
+use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows::{self, Dialect, store_error};
-use crate::{DueDeadline, OutboxRow, Store, StoreError};
+use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError};
 
 /// The PostgreSQL migrations (`migrations/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
@@ -101,7 +101,9 @@ impl Store for PgStore {
         // retry then meets either a clean slate or a conflict, and a conflict makes the
         // caller reload.
         let (reply, answer) = oneshot::channel();
-        let job = crate::pg_batch::Job { commit: commit.clone(), owner: self.owner.clone(), reply };
+        // The caller's span (an actor's `store.commit`) is linked with the transaction's.
+        let span = tracing::Span::current();
+        let job = crate::pg_batch::Job { commit: commit.clone(), owner: self.owner.clone(), reply, span };
         let gone = || StoreError::Unavailable("the PostgreSQL committer stopped".into());
         self.committer.send(job).await.map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
@@ -143,27 +145,15 @@ impl Store for PgStore {
     }
 
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let found: Vec<(Uuid, i64, String, String)> = sqlx::query_as(
-            "SELECT match_id, revision, recipient, payload FROM outbox WHERE NOT dispatched
+        let found: Vec<rows::OutboxColumns> = sqlx::query_as(
+            "SELECT match_id, revision, recipient, payload, trace_context FROM outbox WHERE NOT dispatched
              ORDER BY match_id, revision, ordinal LIMIT $1",
         )
         .bind(rows::limit(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(|e| store_error(PG, "list undispatched outbox rows", e))?;
-        found
-            .into_iter()
-            .map(|(match_id, revision, recipient, payload)| {
-                Ok(OutboxRow {
-                    publication: Publication {
-                        match_id,
-                        revision: rows::to_u64(revision, "outbox revision")?,
-                        recipient: rows::recipient_of(recipient),
-                        encoded: payload.into(),
-                    },
-                })
-            })
-            .collect()
+        found.into_iter().map(rows::outbox_row).collect()
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -188,6 +178,23 @@ impl Store for PgStore {
         .map_err(err)?;
         tx.commit().await.map_err(err)?;
         Ok(())
+    }
+
+    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+        // The partial index `outbox_undispatched` holds only the waiting rows, so the cost
+        // follows the backlog, not the table. Ages are on the database clock, like
+        // `created_at`.
+        let (rows, age_ms): (i64, Option<i64>) = sqlx::query_as(
+            "SELECT count(*), (extract(epoch FROM now() - min(created_at)) * 1000)::int8
+             FROM outbox WHERE NOT dispatched",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;
+        Ok(OutboxBacklog {
+            rows: rows::to_u64(rows, "outbox backlog")?,
+            oldest_age: age_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+        })
     }
 
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError> {

@@ -14,6 +14,11 @@
 //! transaction: a fenced match never fails the others, it costs them one retry. A transient
 //! failure fails the whole batch with [`StoreError::Unavailable`]: nothing of it is
 //! committed, and every caller retries its own command. Figures: `docs/benchmarks.md`.
+//!
+//! Tracing: each transaction runs in a `store.batch` span of its own (fields `commits`,
+//! `outcome`), linked to the span every commit was sent from (an actor's `store.commit`) and
+//! each of those linked back to it with the attribute `store.batch.commits`: the commits of
+//! one transaction belong to different commands, hence to different traces.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,6 +27,7 @@ use juegoland_core::{Commit, ReceiptOutcome};
 use sqlx::postgres::PgPool;
 use sqlx::{PgConnection, Row};
 use tokio::sync::{Mutex, mpsc, oneshot};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::StoreError;
@@ -40,6 +46,9 @@ pub(crate) struct Job {
     /// The owner of the committing store; `None` is unowned (no owner fence).
     pub owner: Option<Arc<str>>,
     pub reply: oneshot::Sender<Result<(), StoreError>>,
+    /// The committer's span (the caller's `store.commit`): linked with the transaction's
+    /// `store.batch` span both ways.
+    pub span: tracing::Span,
 }
 
 /// Starts the committer tasks; commits sent on the returned channel are grouped.
@@ -85,7 +94,10 @@ async fn run(pool: &PgPool, mut jobs: Vec<Job>) {
         let (now, later): (Vec<Job>, Vec<Job>) =
             jobs.into_iter().partition(|j| j.owner == owner && seen.insert(j.commit.match_id));
         let mut retry = Vec::new();
-        match attempt(pool, &now, owner.as_deref()).await {
+        let batch = batch_span(&now);
+        let result = attempt(pool, &now, owner.as_deref()).instrument(batch.clone()).await;
+        batch.record("outcome", outcome(&result));
+        match result {
             Ok(()) => {
                 for job in now {
                     let _ = job.reply.send(Ok(()));
@@ -107,6 +119,30 @@ async fn run(pool: &PgPool, mut jobs: Vec<Job>) {
             }
         }
         jobs = retry.into_iter().chain(later).collect();
+    }
+}
+
+/// The span of one transaction, a root of its own: linked to the span of every commit it
+/// carries (they belong to different traces), and each of those to it, with the number of
+/// commits that shared the transaction on each.
+fn batch_span(jobs: &[Job]) -> tracing::Span {
+    let batch = tracing::info_span!(parent: None, "store.batch", commits = jobs.len(), outcome = tracing::field::Empty);
+    let commits = i64::try_from(jobs.len()).unwrap_or(i64::MAX);
+    for job in jobs {
+        juegoland_telemetry::link(&batch, &job.span);
+    }
+    for job in jobs {
+        juegoland_telemetry::link(&job.span, &batch);
+        juegoland_telemetry::set_attribute(&job.span, "store.batch.commits", commits);
+    }
+    batch
+}
+
+fn outcome(result: &Result<(), Attempt>) -> &'static str {
+    match result {
+        Ok(()) => "committed",
+        Err(Attempt::Fenced(_)) => "fenced",
+        Err(Attempt::Failed(_)) => "failed",
     }
 }
 
@@ -214,9 +250,9 @@ WITH
     WHERE p.match_id = v.match_id AND p.seat = v.seat AND p.status <> v.status
       AND v.match_id IN (SELECT match_id FROM updated)),
   published AS (
-    INSERT INTO outbox (match_id, revision, recipient, ordinal, payload)
-    SELECT u.* FROM UNNEST($35::uuid[], $36::int8[], $37::text[], $38::int4[], $39::text[])
-         AS u(match_id, revision, recipient, ordinal, payload)
+    INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
+    SELECT u.* FROM UNNEST($35::uuid[], $36::int8[], $37::text[], $38::int4[], $39::text[], $42::text[])
+         AS u(match_id, revision, recipient, ordinal, payload, trace_context)
     WHERE u.match_id IN (SELECT match_id FROM passed)),
   pending AS (
     SELECT d.match_id, d.deadline_id, d.generation FROM deadlines AS d
@@ -285,6 +321,7 @@ struct OutboxColumns<'a> {
     recipients: Vec<&'a str>,
     ordinals: Vec<i32>,
     payloads: Vec<&'a str>,
+    trace_contexts: Vec<Option<&'a str>>,
 }
 
 impl<'a> Batch<'a> {
@@ -343,6 +380,7 @@ impl<'a> Batch<'a> {
                     .ordinals
                     .push(i32::try_from(n).map_err(|_| StoreError::Corrupt("too many publications".into()))?);
                 b.outbox.payloads.push(&p.encoded);
+                b.outbox.trace_contexts.push(p.trace_context.as_deref());
             }
         }
         Ok(b)
@@ -392,6 +430,7 @@ impl<'a> Batch<'a> {
             .bind(&o.payloads)
             .bind(owner)
             .bind(&c.rules_digests)
+            .bind(&o.trace_contexts)
             .fetch_all(&mut *tx)
             .await
             .map_err(db)?;

@@ -8,7 +8,7 @@ use juegoland_sdk::ParticipantStatus;
 use sqlx::error::DatabaseError;
 use uuid::Uuid;
 
-use crate::{DueDeadline, StoreError, conflict};
+use crate::{DueDeadline, OutboxRow, StoreError, conflict};
 
 pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} does not fit a signed 64-bit column")))
@@ -107,6 +107,25 @@ pub(crate) fn recipient_column(p: &Publication) -> &str {
 
 pub(crate) fn recipient_of(column: String) -> Option<String> {
     if column.is_empty() { None } else { Some(column) }
+}
+
+/// An outbox row as both SQL backends read it: match id, revision, recipient column, payload
+/// and trace context.
+pub(crate) type OutboxColumns = (Uuid, i64, String, String, Option<String>);
+
+/// The undispatched outbox row in `columns`.
+pub(crate) fn outbox_row(
+    (match_id, revision, recipient, payload, trace_context): OutboxColumns,
+) -> Result<OutboxRow, StoreError> {
+    Ok(OutboxRow {
+        publication: Publication {
+            match_id,
+            revision: to_u64(revision, "outbox revision")?,
+            recipient: recipient_of(recipient),
+            encoded: payload.into(),
+            trace_context: trace_context.map(Into::into),
+        },
+    })
 }
 
 /// How the pending deadline rows of a match change with a commit.

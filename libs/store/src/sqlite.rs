@@ -15,14 +15,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome};
+use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey, ReceiptOutcome};
+use sqlx::SqliteConnection;
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{SqliteConnection, Transaction};
 use uuid::Uuid;
 
 use crate::rows::{self, Dialect, commit_error, store_error};
-use crate::{DueDeadline, OutboxRow, Store, StoreError, conflict};
+use crate::sqlite_batch::Committer;
+use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, conflict};
 
 /// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -39,6 +40,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// This handle's owner identity; `None` is unowned mode (no owner checks).
     owner: Option<Arc<str>>,
+    /// The group committer of this handle's owner (`sqlite_batch`), started on first commit.
+    committer: Arc<std::sync::OnceLock<Committer>>,
 }
 
 impl SqliteStore {
@@ -66,13 +69,13 @@ impl SqliteStore {
             MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
             other => StoreError::Corrupt(format!("run migrations: {other}")),
         })?;
-        Ok(Self { pool, path, owner: None })
+        Ok(Self { pool, path, owner: None, committer: Arc::default() })
     }
 
     /// This handle in cluster mode: it creates matches as `owner` and commits only to the
     /// matches `owner` owns (see the crate docs). Other clones keep their own owner.
     pub fn owned_by(self, owner: impl Into<String>) -> Self {
-        Self { owner: Some(owner.into().into()), ..self }
+        Self { owner: Some(owner.into().into()), committer: Arc::default(), ..self }
     }
 
     /// The owner identity this handle commits as; `None` in unowned mode.
@@ -96,7 +99,7 @@ const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 /// Writes `commit` inside `tx` for the store owned by `owner` (`None`: unowned, no owner
 /// checks); the caller commits or drops (rolls back) the transaction.
-async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
+pub(crate) async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
     let err = |e| commit_error(LITE, commit, e);
     let match_id = commit.match_id;
     match (commit.expected_revision, &commit.state) {
@@ -266,15 +269,19 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) 
     }
 
     for (ordinal, p) in commit.publications.iter().enumerate() {
-        sqlx::query("INSERT INTO outbox (match_id, revision, recipient, ordinal, payload) VALUES ($1, $2, $3, $4, $5)")
-            .bind(match_id)
-            .bind(rows::to_i64(p.revision, "publication revision")?)
-            .bind(rows::recipient_column(p))
-            .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
-            .bind(&*p.encoded)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
+        sqlx::query(
+            "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(match_id)
+        .bind(rows::to_i64(p.revision, "publication revision")?)
+        .bind(rows::recipient_column(p))
+        .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
+        .bind(&*p.encoded)
+        .bind(p.trace_context.as_deref())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
     }
     Ok(())
 }
@@ -282,11 +289,8 @@ async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) 
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
-        let mut tx: Transaction<'_, sqlx::Sqlite> =
-            self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| store_error(LITE, "begin a commit", e))?;
-        // On any error the transaction is dropped, which rolls it back: never half a commit.
-        write(&mut tx, commit, self.owner.as_deref()).await?;
-        tx.commit().await.map_err(|e| commit_error(LITE, commit, e))
+        // Commits of different matches share transactions (group commit, `sqlite_batch`).
+        self.committer.get_or_init(|| Committer::spawn(self.pool.clone(), self.owner.clone())).commit(commit).await
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
@@ -337,27 +341,15 @@ impl Store for SqliteStore {
     }
 
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let found: Vec<(Uuid, i64, String, String)> = sqlx::query_as(
-            "SELECT match_id, revision, recipient, payload FROM outbox WHERE dispatched = 0
+        let found: Vec<rows::OutboxColumns> = sqlx::query_as(
+            "SELECT match_id, revision, recipient, payload, trace_context FROM outbox WHERE dispatched = 0
              ORDER BY match_id, revision, ordinal LIMIT $1",
         )
         .bind(rows::limit(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(|e| store_error(LITE, "list undispatched outbox rows", e))?;
-        found
-            .into_iter()
-            .map(|(match_id, revision, recipient, payload)| {
-                Ok(OutboxRow {
-                    publication: Publication {
-                        match_id,
-                        revision: rows::to_u64(revision, "outbox revision")?,
-                        recipient: rows::recipient_of(recipient),
-                        encoded: payload.into(),
-                    },
-                })
-            })
-            .collect()
+        found.into_iter().map(rows::outbox_row).collect()
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -373,6 +365,21 @@ impl Store for SqliteStore {
         }
         tx.commit().await.map_err(err)?;
         Ok(())
+    }
+
+    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+        // `created_at` is ISO 8601 text in UTC, so its minimum is the oldest row.
+        let (rows, age_ms): (i64, Option<f64>) = sqlx::query_as(
+            "SELECT count(*), (julianday('now') - julianday(min(created_at))) * 86400000.0
+             FROM outbox WHERE dispatched = 0",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "measure the outbox backlog", e))?;
+        Ok(OutboxBacklog {
+            rows: rows::to_u64(rows, "outbox backlog")?,
+            oldest_age: age_ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+        })
     }
 
     async fn due_deadlines(&self, now_ms: i64, limit: usize) -> Result<Vec<DueDeadline>, StoreError> {

@@ -51,6 +51,11 @@ pub struct ClusterConfig {
     /// for `alice` and one for `bob` to play with.
     #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
     pub jwt_secret: Option<String>,
+    /// Keep this file current with every child's PID as JSON (`{"node-0": 1234, …}`),
+    /// rewritten whenever a child restarts: the load-test harness reads it to measure the
+    /// engine's CPU and to kill a node in its chaos scenario.
+    #[arg(long)]
+    pub pids_file: Option<std::path::PathBuf>,
 }
 
 struct Role {
@@ -137,6 +142,15 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
     roles
 }
 
+/// Writes every running child's PID to `path` (whole file replaced at once).
+fn write_pids(path: &std::path::Path, roles: &[Role]) -> anyhow::Result<()> {
+    let pids: std::collections::BTreeMap<&str, u32> =
+        roles.iter().filter_map(|r| Some((r.name.as_str(), r.child.as_ref()?.id()?))).collect();
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&pids)?).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
+}
+
 fn terminate(child: &Child) {
     if let Some(pid) = child.id() {
         // SAFETY-free: `kill` through the command line tool keeps this crate free of unsafe.
@@ -159,6 +173,9 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
     for role in &mut roles {
         role.start(&exe)?;
     }
+    if let Some(path) = &config.pids_file {
+        write_pids(path, &roles)?;
+    }
     println!(
         "local cluster: {} nodes, {} routers, {} gateways, {} schedulers; platform API at http://127.0.0.1:{}/, \
          protocol at ws://127.0.0.1:{}/v1/ws (Ctrl-C drains and stops)",
@@ -174,6 +191,7 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => break,
             _ = term.recv() => break,
             _ = tick.tick() => {
+                let mut restarted = false;
                 for role in &mut roles {
                     let exited = match role.child.as_mut() {
                         Some(c) => c.try_wait()?,
@@ -182,7 +200,11 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
                     if let Some(status) = exited {
                         warn!(role = %role.name, %status, "exited; restarting");
                         role.start(&exe)?;
+                        restarted = true;
                     }
+                }
+                if restarted && let Some(path) = &config.pids_file {
+                    write_pids(path, &roles)?;
                 }
             }
         }

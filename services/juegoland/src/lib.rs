@@ -37,6 +37,9 @@ pub enum Command {
     /// Re-run stored matches from their log and randomness trace with their pinned rules and
     /// report any divergence from the stored state (exit code 1 if any).
     Replay(ReplayConfig),
+    /// Apply the store's migrations and exit (the Helm chart's pre-install/pre-upgrade
+    /// Job; every role also applies them at start-up).
+    Migrate(StoreConfig),
     /// Run a cluster node: match actors for the matches the ring gives it (PostgreSQL).
     Node(juegoland_roles::NodeConfig),
     /// Run a cluster router: the platform API and gRPC front door, forwarding to owners.
@@ -126,14 +129,16 @@ pub struct DevConfig {
     pub rate_burst: u32,
 }
 
-/// Logs as structured lines (`RUST_LOG` filters, default `info`) and OpenTelemetry spans
-/// under the subcommand's service name, exported over OTLP when
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`libs/telemetry`). Hold the guard for the life of
-/// the process.
+/// Logs as structured lines (`RUST_LOG` filters, default `info`; human text unless
+/// `JUEGOLAND_LOG_FORMAT=json`, for every subcommand: the deployed `juegoland-*` binaries log
+/// JSON by default) and OpenTelemetry spans under the subcommand's service name, exported
+/// over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`libs/telemetry` lists every variable).
+/// Hold the guard for the life of the process.
 pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
     let service_name = match command {
         Command::Dev(_) => "juegoland-dev",
         Command::Replay(_) => "juegoland-replay",
+        Command::Migrate(_) => "juegoland-migrate",
         Command::Node(_) => "juegoland-node",
         Command::Router(_) => "juegoland-router",
         Command::Gateway(_) => "juegoland-gateway",
@@ -152,6 +157,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Dev(config) => dev(config).await,
         Command::Replay(config) => replay_command(config).await,
+        Command::Migrate(store) => {
+            store.open().await?;
+            println!("migrations applied");
+            Ok(())
+        }
         Command::Node(config) => juegoland_roles::run_node(config, registry()?).await,
         Command::Router(config) => juegoland_roles::run_router(config, registry()?).await,
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
@@ -184,6 +194,7 @@ async fn replay_command(config: ReplayConfig) -> anyhow::Result<()> {
 async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let engine = Arc::new(Engine::new(Arc::new(registry()?)));
     let prometheus = prometheus::Registry::new();
+    juegoland_roles::register_process_metrics(&prometheus, "dev").context("register process metrics")?;
     let metrics = Metrics::new(&prometheus).context("register metrics")?;
     let host_config = HostConfig {
         idle_passivation: Duration::from_secs(config.idle_passivation),

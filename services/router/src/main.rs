@@ -9,6 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = juegoland_router::Cli::parse();
-    let _telemetry = juegoland_telemetry::init("juegoland-router");
+    // A deployed service logs JSON lines unless `JUEGOLAND_LOG_FORMAT=text`.
+    let _telemetry = juegoland_telemetry::init_with("juegoland-router", juegoland_telemetry::LogFormat::Json);
     juegoland_router::run(cli).await
 }

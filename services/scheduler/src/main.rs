@@ -9,6 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = juegoland_scheduler::Cli::parse();
-    let _telemetry = juegoland_telemetry::init("juegoland-scheduler");
+    // A deployed service logs JSON lines unless `JUEGOLAND_LOG_FORMAT=text`.
+    let _telemetry = juegoland_telemetry::init_with("juegoland-scheduler", juegoland_telemetry::LogFormat::Json);
     juegoland_scheduler::run(cli).await
 }

@@ -192,6 +192,71 @@ async fn publications_reach_the_bus_after_the_commit_and_the_outbox_is_marked() 
     .expect("dispatched rows are marked");
 }
 
+/// A bus that can be switched off: publishing fails while it is down.
+struct SwitchedBus {
+    up: std::sync::atomic::AtomicBool,
+    inner: LocalBus,
+}
+
+#[async_trait::async_trait]
+impl juegoland_bus::Bus for SwitchedBus {
+    async fn publish(&self, publications: &[juegoland_core::Publication]) -> Result<(), juegoland_bus::BusError> {
+        if !self.up.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(juegoland_bus::BusError::Unavailable("switched off".into()));
+        }
+        self.inner.publish(publications).await
+    }
+
+    async fn subscribe(
+        &self,
+        match_id: Uuid,
+    ) -> Result<futures::stream::BoxStream<'static, BusItem>, juegoland_bus::BusError> {
+        self.inner.subscribe(match_id).await
+    }
+}
+
+/// The value of the gauge `name`.
+fn gauge(prom: &prometheus::Registry, name: &str) -> f64 {
+    let families = prom.gather();
+    let family = families.iter().find(|f| f.name() == name).unwrap_or_else(|| panic!("no {name}"));
+    family.get_metric().iter().map(|m| m.get_gauge().get_value()).sum()
+}
+
+/// A bus outage: the commit stands, the failed publish is counted, and the sweeper reports
+/// the waiting rows and the age of the oldest until the bus is back and it drains them.
+#[tokio::test]
+async fn a_bus_outage_shows_as_an_outbox_backlog_until_the_sweeper_drains_it() {
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    let bus = Arc::new(SwitchedBus { up: false.into(), inner: LocalBus::default() });
+    let prom = prometheus::Registry::new();
+    let config = HostConfig { sweep_interval: Duration::from_millis(50), ..Default::default() };
+    let engine = Arc::new(Engine::new(Arc::new(registry)));
+    let host = Host::start(engine, Arc::new(MemoryStore::new()), bus.clone(), Metrics::new(&prom).unwrap(), config)
+        .await
+        .unwrap();
+    assert_eq!(gauge(&prom, "juegoland_outbox_backlog"), 0.0);
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    assert_eq!(applied(&host.command("alice", drop_cmd(m, 0, 3)).await.unwrap()), 1, "the commit stands");
+    assert!(counter(&prom, "juegoland_outbox_dispatch_total", "failed") >= 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Revision 1 waits for its two seats (the creation's publications too, if any).
+    assert!(gauge(&prom, "juegoland_outbox_backlog") >= 2.0);
+    let age = gauge(&prom, "juegoland_outbox_backlog_age_seconds");
+    assert!((0.2..60.0).contains(&age), "the oldest row has waited since the commit: {age}");
+
+    bus.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while gauge(&prom, "juegoland_outbox_backlog") > 0.0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the sweeper drains the backlog");
+    assert_eq!(gauge(&prom, "juegoland_outbox_backlog_age_seconds"), 0.0);
+    assert!(counter(&prom, "juegoland_outbox_dispatch_total", "swept") >= 1);
+}
+
 #[tokio::test]
 async fn a_bot_seat_plays_after_the_human_and_unknown_matches_are_not_found() {
     let (host, _, prom) = host(Duration::from_secs(60)).await;
@@ -267,4 +332,55 @@ async fn a_bot_waits_through_the_rivals_placement_then_fires_back() {
     // The bot fires back: its shot is the next revision and it is alice's turn again.
     let s = wait_for(Box::new(move |s| s.revision > after_alice)).await;
     assert_eq!(s.position.flow.actors.keys().collect::<Vec<_>>(), ["p0"]);
+}
+
+/// The trace context of a command's commit rides on its publications: written with the outbox
+/// rows, and re-dispatched by the sweeper as stored, so a gateway delivering them late still
+/// continues the command's trace. A command whose trace nobody exports (no exporter here, no
+/// caller's context) stores none.
+#[tokio::test]
+async fn the_sweeper_re_dispatches_publications_with_their_commits_trace_context() {
+    use juegoland_bus::Bus;
+    use tracing::Instrument;
+    let _telemetry = juegoland_telemetry::init("juegoland-actors-test");
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    let bus = Arc::new(SwitchedBus { up: false.into(), inner: LocalBus::default() });
+    let store = Arc::new(MemoryStore::new());
+    let config = HostConfig { sweep_interval: Duration::from_millis(50), ..Default::default() };
+    let engine = Arc::new(Engine::new(Arc::new(registry)));
+    let prom = prometheus::Registry::new();
+    let host = Host::start(engine, store.clone(), bus.clone(), Metrics::new(&prom).unwrap(), config).await.unwrap();
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    store.mark_dispatched(&[(m, 0)]).await.unwrap();
+
+    // Revision 1: a trace started here, with nothing to export it.
+    assert_eq!(applied(&host.command("alice", drop_cmd(m, 0, 3)).await.unwrap()), 1);
+    // Revision 2: within a caller's trace, as a node serves a router's call.
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let call = tracing::info_span!("test.call");
+    juegoland_telemetry::set_parent_from_text(&call, &format!("00-{trace}-00f067aa0ba902b7-01"));
+    assert_eq!(applied(&host.command("bob", drop_cmd(m, 1, 4)).instrument(call).await.unwrap()), 2);
+
+    let waiting: Vec<_> = store.undispatched(10).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let contexts: Vec<(u64, Option<String>)> =
+        waiting.iter().map(|p| (p.revision, p.trace_context.as_deref().map(str::to_owned))).collect();
+    assert_eq!(contexts.len(), 4, "two seats, two revisions: {contexts:?}");
+    assert!(contexts[..2].iter().all(|(r, tp)| *r == 1 && tp.is_none()), "{contexts:?}");
+    let stored = contexts[2].1.clone().expect("the continued trace's commit stored its context");
+    // The commit's own span, in the caller's trace: neither the caller's span nor a new trace.
+    assert!(stored.starts_with(&format!("00-{trace}-")) && !stored.contains("00f067aa0ba902b7"), "{stored}");
+    assert!(contexts[2..].iter().all(|(r, tp)| *r == 2 && tp.as_deref() == Some(&*stored)), "{contexts:?}");
+
+    // The bus comes back: the sweeper sends both revisions, each with what was stored.
+    let mut sub = bus.subscribe(m).await.unwrap();
+    bus.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut swept = Vec::new();
+    while swept.len() < 4 {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next()).await.expect("the sweeper publishes") {
+            Some(BusItem::Publication(p)) => swept.push((p.revision, p.trace_context.as_deref().map(str::to_owned))),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(swept, contexts);
 }

@@ -42,6 +42,7 @@ macro_rules! bus_suite {
             every_subscriber_gets_everything_from_its_start,
             a_subscriber_that_falls_behind_sees_a_gap_then_catches_up,
             publishing_nothing_or_to_nobody_succeeds,
+            trace_contexts_travel_with_their_publications,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -155,4 +156,25 @@ pub async fn publishing_nothing_or_to_nobody_succeeds<B: Backend>(b: &B) {
     let mut other = bus.subscribe(random_match()).await.unwrap();
     publish_all(&*bus, &revisions(id, 3..=3, EVERYONE)).await;
     assert_quiet(&mut other, Duration::from_millis(200)).await;
+}
+
+/// A publication's trace context reaches subscribers as published, and a publication without
+/// one arrives without one (the gateway then starts no delivery span).
+pub async fn trace_contexts_travel_with_their_publications<B: Backend>(b: &B) {
+    let bus = b.bus();
+    let id = random_match();
+    let mut sub = bus.subscribe(id).await.unwrap();
+    let mut published = revisions(id, 1..=3, EVERYONE);
+    for (n, revision) in published.iter_mut().enumerate() {
+        // Revision 2 was committed without a trace context.
+        let traceparent = (n != 1).then(|| format!("00-4bf92f3577b34da6a3ce929d0e0e473{n}-00f067aa0ba902b{n}-01"));
+        for p in revision {
+            p.trace_context = traceparent.as_deref().map(Into::into);
+        }
+    }
+    publish_all(&*bus, &published).await;
+    let expected: Vec<Publication> = published.concat();
+    let got = publications(&mut sub, expected.len()).await;
+    assert_eq!(got, expected);
+    assert_eq!(got.iter().filter(|p| p.trace_context.is_some()).count(), 2 * EVERYONE.len());
 }

@@ -62,7 +62,13 @@ pub fn revision(match_id: Uuid, revision: u64, recipients: &[Option<&str>]) -> V
             let encoded = format!(
                 r#"{{"protocolVersion":1,"type":"game.snapshot","matchId":"{match_id}","subscriptionId":"","revision":{revision},"seat":"{seat}","note":"ñandú ♟"}}"#
             );
-            Publication { match_id, revision, recipient: recipient.map(str::to_owned), encoded: encoded.into() }
+            Publication {
+                match_id,
+                revision,
+                recipient: recipient.map(str::to_owned),
+                encoded: encoded.into(),
+                trace_context: None,
+            }
         })
         .collect()
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use juegoland_core::{Commit, LoggedOp, ReceiptOutcome};
 use juegoland_protocol::RejectionCode;
-use juegoland_store::{DueDeadline, Store, StoreError};
+use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError};
 use uuid::Uuid;
 
 use crate::game::{Game, firing, with_deadlines};
@@ -48,6 +48,8 @@ macro_rules! store_suite {
             a_fenced_commit_does_not_fail_the_others,
             log_in_revision_order,
             outbox_until_dispatched,
+            outbox_rows_keep_their_trace_context,
+            outbox_backlog_counts_and_ages_the_waiting_rows,
             receipts_outlive_the_match,
             deadlines_by_generation,
             claimants_get_disjoint_deadlines,
@@ -76,7 +78,11 @@ macro_rules! store_suite {
 #[macro_export]
 macro_rules! durable_store_suite {
     ($backend:ty) => {
-        $crate::store_suite!(@tests $backend; reopen_keeps_everything, reopen_keeps_ownership);
+        $crate::store_suite!(@tests $backend;
+            reopen_keeps_everything,
+            reopen_keeps_ownership,
+            reopen_keeps_trace_contexts,
+        );
     };
 }
 
@@ -388,6 +394,82 @@ pub async fn outbox_until_dispatched<B: Backend>(b: &mut B) {
     assert_eq!(store.undispatched(1_000).await.unwrap(), vec![]);
 }
 
+/// A W3C `traceparent` for the tests: the store keeps it as opaque text.
+fn traceparent(n: u64) -> Arc<str> {
+    format!("00-4bf92f3577b34da6a3ce929d{n:06x}-00f067aa0b{n:06x}-01").into()
+}
+
+/// `commit` with every publication carrying `trace_context`, as a node's actor sends it.
+fn traced(mut commit: Commit, trace_context: Option<Arc<str>>) -> Commit {
+    for p in &mut commit.publications {
+        p.trace_context = trace_context.clone();
+    }
+    commit
+}
+
+/// Each outbox row keeps the trace context of its commit (or none), and the undispatched rows
+/// the sweeper re-dispatches give it back exactly: a commit with a context and one without,
+/// of two matches at once (on PostgreSQL they share a transaction), and a later one.
+pub async fn outbox_rows_keep_their_trace_context<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (id_a, id_b) = (match_id(27), match_id(28));
+    let (mut a, _) = played(&*store, id_a, 0).await;
+    let (mut bg, _) = played(&*store, id_b, 0).await;
+    store.mark_dispatched(&[(id_a, 0), (id_b, 0)]).await.unwrap();
+    let a1 = traced(a.drop_disc(0), Some(traceparent(1)));
+    let b1 = traced(bg.drop_disc(0), None);
+    let (ra, rb) = tokio::join!(store.commit(&a1), store.commit(&b1));
+    ra.expect("a's commit");
+    rb.expect("b's commit");
+    let a2 = traced(a.drop_disc(1), Some(traceparent(2)));
+    commit_ok(&*store, &a2).await;
+    assert!([&a1, &b1, &a2].iter().all(|c| !c.publications.is_empty()), "every move publishes");
+
+    let contexts = |rows: &[juegoland_core::Publication]| -> Vec<(Uuid, u64, Option<String>)> {
+        rows.iter().map(|p| (p.match_id, p.revision, p.trace_context.as_deref().map(str::to_owned))).collect()
+    };
+    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let expected: Vec<_> = [&a1, &a2, &b1].iter().flat_map(|c| c.publications.clone()).collect();
+    assert_eq!(rows, expected);
+    let (tp1, tp2) = (Some(traceparent(1).to_string()), Some(traceparent(2).to_string()));
+    assert!(contexts(&rows).iter().all(|(m, r, tp)| match (*m == id_a, r) {
+        (true, 1) => *tp == tp1,
+        (true, 2) => *tp == tp2,
+        _ => tp.is_none(),
+    }));
+    // What is left after a dispatch mark is re-dispatched with its own context.
+    store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
+    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let expected: Vec<_> = [&a2, &b1].iter().flat_map(|c| c.publications.clone()).collect();
+    assert_eq!(rows, expected);
+    assert_eq!(contexts(&rows[..1]), vec![(id_a, 2, tp2)]);
+}
+
+/// The backlog counts the undispatched rows and ages the oldest on the store's clock;
+/// dispatch marks shrink it, and an empty outbox has no age.
+pub async fn outbox_backlog_counts_and_ages_the_waiting_rows<B: Backend>(b: &mut B) {
+    let store = b.store();
+    assert_eq!(store.outbox_backlog().await.unwrap(), OutboxBacklog::default());
+    let (id_a, id_b) = (match_id(25), match_id(26));
+    let (_, a) = played(&*store, id_a, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, bb) = played(&*store, id_b, 1).await;
+    let rows = |commits: &[Commit]| commits.iter().map(|c| c.publications.len() as u64).sum::<u64>();
+    assert!(rows(&a) > 0 && rows(&bb) > 0, "the moves publish");
+    let backlog = store.outbox_backlog().await.unwrap();
+    assert_eq!(backlog.rows, rows(&a) + rows(&bb));
+    let age = backlog.oldest_age.expect("rows wait, so the oldest has an age");
+    assert!(age >= Duration::from_millis(250) && age < Duration::from_secs(60), "the oldest is a's: {age:?}");
+    // With `a` dispatched, the oldest waiting row is b's, written after the pause.
+    store.mark_dispatched(&[(id_a, 2)]).await.unwrap();
+    let backlog = store.outbox_backlog().await.unwrap();
+    assert_eq!(backlog.rows, rows(&bb));
+    let younger = backlog.oldest_age.expect("b's rows wait");
+    assert!(younger < age, "b's rows are younger than a's ({younger:?} vs {age:?})");
+    store.mark_dispatched(&[(id_b, 1)]).await.unwrap();
+    assert_eq!(store.outbox_backlog().await.unwrap(), OutboxBacklog::default());
+}
+
 pub async fn receipts_outlive_the_match<B: Backend>(b: &mut B) {
     let store = b.store();
     let id = match_id(30);
@@ -602,6 +684,21 @@ pub async fn finished_matches_cancel_their_deadlines<B: Backend>(b: &mut B) {
     assert_eq!(store.pending_deadlines().await.unwrap(), 1);
     store.release_deadlines("replica-a", &both).await.unwrap();
     assert_eq!(store.claim_deadlines("replica-b", 5_000, LONG, 10).await.unwrap(), vec![both[1].clone()]);
+}
+
+/// A trace context written with a commit is still there after a restart, for the sweeper of
+/// the node that takes over.
+pub async fn reopen_keeps_trace_contexts<B: Backend>(b: &mut B) {
+    let id = match_id(52);
+    let store = b.store();
+    let (mut game, _) = played(&*store, id, 0).await;
+    store.mark_dispatched(&[(id, 0)]).await.unwrap();
+    let commit = traced(game.drop_disc(3), Some(traceparent(52)));
+    commit_ok(&*store, &commit).await;
+    b.reopen().await;
+    let rows: Vec<_> = b.store().undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    assert_eq!(rows, commit.publications);
+    assert!(rows.iter().all(|p| p.trace_context.as_deref() == Some(&*traceparent(52))), "{rows:?}");
 }
 
 pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {

@@ -149,3 +149,31 @@ async fn crash_after_commit_before_sending(backend: Backend) {
         schema.drop_schema().await;
     }
 }
+
+/// `juegoland migrate` (the Helm chart's migrations Job) applies every migration to an empty
+/// PostgreSQL schema and exits 0; run again, it has nothing left to do and still exits 0.
+#[tokio::test]
+async fn migrate_applies_every_migration_and_is_idempotent() {
+    let schema = juegoland_testkit::TestSchema::create("juegoland_e2e", "migrate").await;
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+            .args(["migrate", "--database-url", &schema.url()])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run juegoland migrate");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect_with(&schema.options()).await.unwrap();
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sql"))
+        .count();
+    assert_eq!(applied.len(), files, "every migration file is applied once: {applied:?}");
+    assert_eq!(applied.first(), Some(&1));
+    drop(conn);
+    schema.drop_schema().await;
+}

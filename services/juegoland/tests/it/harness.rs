@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use juegoland_core::{LoggedOp, ReceiptKey, ReceiptOutcome};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
 use juegoland_rpc::pb;
+use juegoland_store::audit::SeenApplied;
 use juegoland_store::{PgStore, Store};
 use juegoland_testkit::TestSchema;
 use serde_json::json;
@@ -407,34 +407,24 @@ pub fn rand_u128() -> u128 {
     u128::from_le_bytes(b)
 }
 
-/// Audits the store against what the clients saw, and replays every match.
+/// Audits the store against what the clients saw (`juegoland_store::audit`, the same audit
+/// as the load-test harness's), then replays every match through `juegoland replay`.
 pub async fn audit(cluster: &Cluster, seen: &Seen) {
     let store = cluster.store().await;
-    let mut per_match: BTreeMap<Uuid, u64> = BTreeMap::new();
-    for (match_id, principal, command_id, revision) in &seen.applied {
-        let key = ReceiptKey { match_id: *match_id, principal: principal.clone(), command_id: *command_id };
-        let receipt =
-            store.receipt(&key).await.expect("read a receipt").expect("an acknowledged command has a receipt");
-        assert_eq!(receipt.outcome, ReceiptOutcome::Applied { revision: *revision }, "{key:?}");
-        *per_match.entry(*match_id).or_default() += 1;
-    }
-    for match_id in store.match_ids().await.expect("list matches") {
-        let log = store.log(match_id).await.expect("read the log");
-        let revisions: Vec<u64> = log.iter().map(|e| e.revision).collect();
-        let expected: Vec<u64> = (0..log.len() as u64).collect();
-        assert_eq!(revisions, expected, "the log of {match_id} has no gap and no fork");
-        let mut commands = std::collections::BTreeSet::new();
-        for entry in &log {
-            if let LoggedOp::Command { command_id, .. } = &entry.op {
-                assert!(commands.insert(*command_id), "command {command_id} took effect twice in {match_id}");
-            }
-        }
-        let state = store.load(match_id).await.expect("load").expect("the match");
-        assert_eq!(state.revision, log.len() as u64 - 1, "the state is at the log's last revision");
-        if let Some(n) = per_match.get(&match_id) {
-            assert!(commands.len() as u64 >= *n, "every acknowledged command of {match_id} is in its log");
-        }
-    }
+    let seen: Vec<SeenApplied> = seen
+        .applied
+        .iter()
+        .map(|(match_id, principal, command_id, revision)| SeenApplied {
+            match_id: *match_id,
+            principal: principal.clone(),
+            command_id: *command_id,
+            revision: *revision,
+        })
+        .collect();
+    let registry = juegoland_catalog::registry().expect("the catalog");
+    let report = juegoland_store::audit::audit(&store, &registry, &seen, None).await.expect("read the store");
+    assert!(report.passed(), "the audit found {} problems: {:#?}", report.problems.len(), report.problems);
+    assert!(report.matches > 0 && report.receipts_checked == seen.len(), "{report:?}");
     store.close().await;
     let out = Command::new(env!("CARGO_BIN_EXE_juegoland"))
         .args(["replay", "--database-url", &cluster.schema.url()])

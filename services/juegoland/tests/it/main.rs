@@ -7,6 +7,8 @@ mod durability;
 mod gateway;
 mod harness;
 mod hundido;
+mod logs;
+mod operations;
 mod scheduler;
 mod socketio;
 mod tracing;

@@ -1,0 +1,140 @@
+//! Checking a store after the fact: replaying stored matches with their pinned rules, and the
+//! end-of-run audit of a load test or a crash test — every receipt a client saw as applied is
+//! committed with that revision, no command took effect twice, every log is contiguous and
+//! ends at the stored revision, and every match replays to its stored state.
+//!
+//! Used by `juegoland replay`, the load-test harness (`loadtest/`) and the cluster tests, so
+//! the three agree on what "consistent" means.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use juegoland_core::{LoggedOp, ReceiptKey, ReceiptOutcome, Registry, ReplayError};
+use uuid::Uuid;
+
+use crate::{Store, StoreError};
+
+/// The outcome of replaying one match.
+#[derive(Debug)]
+pub struct MatchReplay {
+    pub match_id: Uuid,
+    pub revision: u64,
+    pub result: Result<(), ReplayError>,
+}
+
+/// Replays each match of `ids` from its log and trace with its pinned module.
+pub async fn replay_matches(
+    store: &dyn Store,
+    registry: &Registry,
+    ids: impl IntoIterator<Item = Uuid>,
+) -> Result<Vec<MatchReplay>, StoreError> {
+    let mut out = Vec::new();
+    for match_id in ids {
+        let Some(state) = store.load(match_id).await? else {
+            out.push(MatchReplay { match_id, revision: 0, result: Err(ReplayError::NoCreate) });
+            continue;
+        };
+        let log = store.log(match_id).await?;
+        let result = juegoland_core::replay(registry, &state, &log);
+        out.push(MatchReplay { match_id, revision: state.revision, result });
+    }
+    Ok(out)
+}
+
+/// A command a client saw acknowledged as applied, producing `revision`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeenApplied {
+    pub match_id: Uuid,
+    pub principal: String,
+    pub command_id: Uuid,
+    pub revision: u64,
+}
+
+/// What the audit checked and every inconsistency it found (none when the store is sound).
+#[derive(Debug, Default)]
+pub struct AuditReport {
+    pub matches: usize,
+    pub receipts_checked: usize,
+    pub log_entries: usize,
+    pub replayed: usize,
+    pub problems: Vec<String>,
+}
+
+impl AuditReport {
+    pub fn passed(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Audits `matches` (every stored match when `None`) against what clients saw.
+pub async fn audit(
+    store: &dyn Store,
+    registry: &Registry,
+    seen: &[SeenApplied],
+    matches: Option<&BTreeSet<Uuid>>,
+) -> Result<AuditReport, StoreError> {
+    let ids: BTreeSet<Uuid> = match matches {
+        Some(ids) => ids.clone(),
+        None => store.match_ids().await?.into_iter().collect(),
+    };
+    let mut report = AuditReport { matches: ids.len(), ..AuditReport::default() };
+    let mut seen_per_match: BTreeMap<Uuid, BTreeSet<Uuid>> = BTreeMap::new();
+    for s in seen {
+        let key = ReceiptKey { match_id: s.match_id, principal: s.principal.clone(), command_id: s.command_id };
+        report.receipts_checked += 1;
+        match store.receipt(&key).await? {
+            Some(r) if r.outcome == (ReceiptOutcome::Applied { revision: s.revision }) => {}
+            Some(r) => report.problems.push(format!(
+                "command {} of {} in {} was acknowledged applied at revision {} but its receipt says {:?}",
+                s.command_id, s.principal, s.match_id, s.revision, r.outcome
+            )),
+            None => report.problems.push(format!(
+                "command {} of {} in {} was acknowledged applied at revision {} but has no receipt",
+                s.command_id, s.principal, s.match_id, s.revision
+            )),
+        }
+        seen_per_match.entry(s.match_id).or_default().insert(s.command_id);
+    }
+    for &match_id in &ids {
+        let Some(state) = store.load(match_id).await? else {
+            report.problems.push(format!("match {match_id} is not stored"));
+            continue;
+        };
+        let log = store.log(match_id).await?;
+        report.log_entries += log.len();
+        let contiguous = log.iter().enumerate().all(|(i, e)| e.revision == i as u64);
+        if !contiguous {
+            report.problems.push(format!("the log of {match_id} has a gap or a fork"));
+        }
+        if log.last().map(|e| e.revision) != Some(state.revision) {
+            report.problems.push(format!(
+                "match {match_id} is stored at revision {} but its log ends at {:?}",
+                state.revision,
+                log.last().map(|e| e.revision)
+            ));
+        }
+        let mut logged = BTreeSet::new();
+        for entry in &log {
+            if let LoggedOp::Command { command_id, .. } = &entry.op
+                && !logged.insert(*command_id)
+            {
+                report.problems.push(format!("command {command_id} took effect twice in {match_id}"));
+            }
+        }
+        for command_id in seen_per_match.get(&match_id).into_iter().flatten() {
+            if !logged.contains(command_id) {
+                report.problems.push(format!("acknowledged command {command_id} is not in the log of {match_id}"));
+            }
+        }
+        let replayed = juegoland_core::replay(registry, &state, &log);
+        report.replayed += 1;
+        if let Err(e) = replayed {
+            report.problems.push(format!("match {match_id} does not replay to its stored state: {e}"));
+        }
+    }
+    for match_id in seen_per_match.keys() {
+        if !ids.contains(match_id) {
+            report.problems.push(format!("a client saw commands applied in {match_id}, which was not audited"));
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Ours and theirs in one run, on this machine, and the comparison table written into
+# docs/benchmarks.md (between the `loadtest:comparison` markers) with the date and versions.
+#
+#   loadtest/compare.sh [--matches N] [--seconds S] [--ramp-seconds R] [--only aio,cluster,boardgameio,colyseus]
+#
+# The same workload everywhere: N concurrent Conecta 4 matches, two connections per match
+# (one per player), a random legal move as soon as a player may move, a finished match
+# replaced by a new one; S measured seconds after R seconds of ramp-up.
+#   aio         `juegoland dev` (all-in-one, embedded SQLite store, every move durable)
+#   cluster     `juegoland cluster` (2 nodes, router, gateway, scheduler) on PostgreSQL and
+#               Redis (127.0.0.1:5432 database test, 127.0.0.1:6379), every move durable
+#   boardgameio, colyseus   loadtest/peers/ (in memory), driven by loadtest/peers/driver.mjs
+# Server CPU counts every server-side process: ours + PostgreSQL + Redis for the cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+matches=200 seconds=30 ramp=10 only=aio,cluster,boardgameio,colyseus
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --matches) matches=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --ramp-seconds) ramp=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) sed -n '2,15p' "$0" >&2; exit 64 ;;
+  esac
+done
+wants() { [[ ",$only," == *",$1,"* ]]; }
+
+echo "==> building (release)"
+cargo build --release --locked -p juegoland -p juegoland-loadtest
+bin=target/release
+out=target/loadtest/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+secret=compare-$$
+summaries=()
+
+wait_ready() {
+  for _ in $(seq 1 100); do
+    curl -fsS "$1/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "no server at $1" >&2
+  return 1
+}
+
+if wants aio; then
+  echo "==> all-in-one"
+  data=$(mktemp -d)
+  "$bin/juegoland" dev --data-dir "$data" --http 127.0.0.1:18080 --jwt-secret "$secret" \
+    >"$out/aio.log" 2>&1 &
+  pid=$!
+  wait_ready http://127.0.0.1:18080
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18080 --jwt-secret "$secret" \
+    --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
+    --watch "engine=pid:$pid" --audit-data-dir "$data" \
+    --label "juegoland all-in-one (SQLite, durable)" --out "$out/aio.json" >/dev/null
+  kill -TERM "$pid"; wait "$pid" || true
+  rm -rf "$data"
+  summaries+=("$out/aio.json")
+fi
+
+if wants cluster; then
+  echo "==> cluster on PostgreSQL and Redis"
+  schema=loadtest_compare
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema"
+  url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
+  "$bin/juegoland" cluster --nodes 2 --routers 1 --gateways 1 --schedulers 1 \
+    --database-url "$url" --jwt-secret "$secret" --pids-file "$out/pids.json" \
+    --router-http-port 18180 --gateway-port 18190 --router-port 17000 --node-port 17100 \
+    --scheduler-http-port 19200 >"$out/cluster.log" 2>&1 &
+  pid=$!
+  wait_ready http://127.0.0.1:18180
+  wait_ready http://127.0.0.1:18190
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18180 --ws ws://127.0.0.1:18190/v1/ws \
+    --jwt-secret "$secret" --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
+    --watch "engine=pids-file:$out/pids.json" --watch postgres=comm:postgres --watch redis=comm:redis-server \
+    --audit-database-url "$url" \
+    --label "juegoland cluster (PostgreSQL + Redis, durable)" --out "$out/cluster.json" >/dev/null
+  kill -TERM "$pid"; wait "$pid" || true
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
+  summaries+=("$out/cluster.json")
+fi
+
+for peer in boardgameio colyseus; do
+  if wants "$peer"; then
+    echo "==> $peer"
+    loadtest/peers/run.sh "$peer" --matches "$matches" --seconds "$seconds" --ramp-seconds "$ramp" \
+      --out "$out/$peer.json" >/dev/null
+    summaries+=("$out/$peer.json")
+  fi
+done
+
+versions=$(node -e '
+  const l = require("./loadtest/peers/package-lock.json").packages;
+  const v = n => (l["node_modules/" + n] || {}).version;
+  console.log(`boardgame.io ${v("boardgame.io")}, @colyseus/core ${v("@colyseus/core")}, colyseus.js ${v("colyseus.js")}, Node ${process.version}`);
+')
+note="Run $(date -u +%Y-%m-%dT%H:%MZ) by \`loadtest/compare.sh --matches $matches --seconds $seconds --ramp-seconds $ramp\` \
+on $(nproc) vCPUs ($(uname -m)), everything on this one machine; $versions; PostgreSQL \
+$(psql -V | awk '{print $3}'), Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'). Raw summaries: \`$out/\`."
+"$bin/juegoland-loadtest" report "${summaries[@]}" --write docs/benchmarks.md --section comparison --note "$note"
