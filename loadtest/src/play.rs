@@ -366,7 +366,8 @@ impl Player<'_> {
                 let msg = match self.conn()?.recv(patience).await {
                     Ok(m) => m,
                     Err(e) => {
-                        self.ctx.stats.error(e.key());
+                        let waiting = if acked.is_some() { "waiting for the view" } else { "waiting for the ack" };
+                        self.ctx.stats.error(format!("{} {waiting}", e.key()));
                         self.conn = None;
                         continue 'send;
                     }
