@@ -87,7 +87,11 @@ pub struct RedisBusConfig {
     /// reader further behind than that sees a gap. Default 1024.
     pub max_len: usize,
     /// How long a stream outlives its last publication (`EXPIRE`); `None` keeps it until it
-    /// is deleted. Default one day.
+    /// is deleted. Default 10 minutes: a stream only carries live publications to gateways
+    /// (a subscriber that finds it gone resyncs from the store), and every finished match
+    /// leaves its stream behind — tens of kilobytes each, so a day's worth of finished
+    /// matches would fill Redis (the 10-minute soak in docs/benchmarks.md saw it grow 77 MiB
+    /// a minute at 27 finished matches a second).
     pub stream_ttl: Option<Duration>,
     /// The bound on one `publish` or `subscribe` call, reconnecting included: past it the
     /// call fails with [`BusError::Unavailable`]. Default 2 s.
@@ -115,7 +119,7 @@ impl Default for RedisBusConfig {
     fn default() -> Self {
         Self {
             max_len: 1024,
-            stream_ttl: Some(Duration::from_secs(24 * 60 * 60)),
+            stream_ttl: Some(Duration::from_secs(10 * 60)),
             call_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),

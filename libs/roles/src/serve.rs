@@ -47,6 +47,10 @@ pub struct NodeConfig {
     /// stay in this process (a node with no gateway, as in tests of the platform API).
     #[arg(long, env = "JUEGOLAND_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Seconds a match's stream outlives its last publication (Redis `EXPIRE`); finished
+    /// matches' streams go after this. 0 keeps streams forever.
+    #[arg(long, env = "JUEGOLAND_STREAM_TTL_SECS", default_value_t = 600)]
+    pub stream_ttl_secs: u64,
     /// Connections of the store's pool (commits share transactions, so a few suffice).
     #[arg(long, env = "JUEGOLAND_DATABASE_POOL", default_value_t = 16)]
     pub database_pool: u32,
@@ -288,7 +292,13 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let bus: Arc<dyn Bus> = match &config.redis_url {
         // Redis being down does not stop the node: commits go on, the outbox keeps the
         // publications and the sweeper delivers them when Redis is back.
-        Some(url) => Arc::new(RedisBus::new(url, RedisBusConfig::default()).context("the Redis URL")?),
+        Some(url) => {
+            let streams = RedisBusConfig {
+                stream_ttl: (config.stream_ttl_secs > 0).then(|| Duration::from_secs(config.stream_ttl_secs)),
+                ..RedisBusConfig::default()
+            };
+            Arc::new(RedisBus::new(url, streams).context("the Redis URL")?)
+        }
         None => Arc::new(LocalBus::default()),
     };
     let host = Host::start(engine, store, bus, metrics, host_config).await.context("start the match host")?;
