@@ -61,13 +61,6 @@ impl PgStore {
     /// shorter timeout) and runs the pending migrations. Several nodes may run them at once:
     /// sqlx serializes them with an advisory lock.
     pub async fn connect_with(pool: PgPoolOptions, options: PgConnectOptions) -> Result<Self, StoreError> {
-        // Every statement is planned for its actual arguments and the tables' current size.
-        // sqlx prepares statements once per connection, and PostgreSQL's generic plan of a
-        // `JOIN UNNEST($arrays)` made while a table was small (a fresh database, before the
-        // first autoanalyze) is a sequential scan that stays cached for the connection's
-        // life: a load test on a new schema showed receipts, matches and outbox scanned
-        // whole per batch. Planning costs once per batch of commits or lookups, not per row.
-        let options = options.options([("plan_cache_mode", "force_custom_plan")]);
         let pool = pool.connect_with(options).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
         MIGRATOR.run(&pool).await.map_err(migrate_error)?;
         let committer = crate::pg_batch::start(pool.clone());
