@@ -4,14 +4,13 @@
 //! passes. The servers are the `juegoland` binary of this workspace's build (`cargo nextest
 //! run --workspace` builds it; alone: `cargo build -p juegoland` first).
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use clap::Parser;
 use juegoland_loadtest::{Cli, Summary, execute};
-use juegoland_testkit::{TempDir, TestSchema, free_port};
+use juegoland_testkit::{TempDir, TestSchema, announced_line, free_port};
 
 fn juegoland_bin() -> PathBuf {
     // target/<profile>/deps/it-… → target/<profile>/juegoland
@@ -40,25 +39,6 @@ impl Drop for Server {
     }
 }
 
-/// The first stdout line containing `marker`; the rest of stdout keeps draining to stderr.
-fn announced(child: &mut Child, marker: &'static str) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            match tx.take() {
-                Some(first) if line.contains(marker) => drop(first.send(line)),
-                keep => {
-                    tx = keep;
-                    eprintln!("{line}");
-                }
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| panic!("no {marker:?} line: {e}"))
-}
-
 fn all_in_one(dir: &TempDir) -> (Server, String) {
     let mut child = Command::new(juegoland_bin())
         .args(["dev", "--http", "127.0.0.1:0", "--jwt-secret", "load-secret", "--data-dir"])
@@ -68,7 +48,7 @@ fn all_in_one(dir: &TempDir) -> (Server, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start juegoland dev");
-    let line = announced(&mut child, "listening on ");
+    let line = announced_line(&mut child, "listening on ");
     let api = line.trim().trim_start_matches("listening on ").trim_end_matches('/').to_owned();
     (Server { child }, api)
 }
@@ -146,7 +126,7 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start juegoland cluster");
-    announced(&mut child, "local cluster:");
+    announced_line(&mut child, "local cluster:");
     let cluster = Server { child };
     let api = format!("http://127.0.0.1:{router_http}");
     let ws = format!("ws://127.0.0.1:{gateway}/v1/ws");

@@ -16,6 +16,7 @@
 //!   [`PrivateRedis`] (`redis-server` on a free port).
 
 mod pg;
+mod process;
 mod redis;
 mod throwaway;
 
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use pg::{DEFAULT_PG_URL, TestSchema, pg_admin, pg_url};
+pub use process::announced_line;
 pub use redis::PrivateRedis;
 pub use throwaway::{ThrowawayPg, free_port, pg_bin, run};
 

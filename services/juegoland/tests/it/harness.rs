@@ -6,7 +6,6 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,26 +44,7 @@ pub fn signal(pid: u32, sig: &str) {
     assert!(ok, "kill {sig} {pid}");
 }
 
-/// The first stdout line of `child` that contains `marker` (its "serving …" or "listening on …"
-/// announcement). The rest of stdout keeps being drained, and echoed to stderr, by a thread, so
-/// the child never writes into a closed pipe.
-pub fn announced_line(child: &mut Child, marker: &'static str) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            match tx.take() {
-                Some(first) if line.contains(marker) => drop(first.send(line)),
-                keep => {
-                    tx = keep;
-                    eprintln!("{line}");
-                }
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|e| panic!("no line with {marker:?} on stdout: {e}"))
-}
+pub use juegoland_testkit::announced_line;
 
 impl Proc {
     pub fn spawn(args: Vec<String>) -> Proc {
