@@ -4,8 +4,10 @@
 //! other matches that arrive meanwhile (group commit, `pg_batch`): the revision
 //! compare-and-set is an `UPDATE … WHERE revision = expected` (or `SELECT … FOR UPDATE` for a
 //! commit without a new state), so a concurrent writer either waits for the row lock and
-//! then finds the revision moved (a conflict) or has already lost. JSON columns are `jsonb`,
-//! written and read as text so that decoding errors name what did not decode.
+//! then finds the revision moved (a conflict) or has already lost. The JSON documents written
+//! per command (state, log entry, receipt outcome) are `text` columns (migration 0007: the
+//! database never reads inside them); deadline payloads are `jsonb`, written and read as
+//! text, so that decoding errors name what did not decode.
 //!
 //! Ownership fencing: an owned handle ([`PgStore::owned_by`]) adds `owner = me` to the same
 //! compare-and-set, so a claim ([`Store::claim`], an `UPDATE` of the same row) and a commit
@@ -42,6 +44,17 @@ pub struct PgStore {
     owner: Option<Arc<str>>,
 }
 
+/// Planner settings of every store connection. Every statement of the store finds rows by
+/// key (one key, or a batch of keys joined from arrays), so an index lookup per key is the
+/// right plan at any table size. Left to the statistics, PostgreSQL hashes or scans whole
+/// tables while they look small (a fresh schema, or a server with `autovacuum = off` that
+/// never analyzes them), and a generic plan made then stays cached in the connection's
+/// prepared statement as the table grows: group-commit batches seq-scanned `matches` every
+/// time (15% of the server's CPU in the benchmark) and receipt lookups read 8.1 M rows in 15 s
+/// of a load test (docs/benchmarks.md). With these off, a table without a usable index is
+/// still scanned.
+const PLANNER: [(&str, &str); 3] = [("enable_seqscan", "off"), ("enable_hashjoin", "off"), ("enable_mergejoin", "off")];
+
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`) with [`PgStore::pool_options`] and
     /// runs the pending migrations.
@@ -61,7 +74,8 @@ impl PgStore {
     /// shorter timeout) and runs the pending migrations. Several nodes may run them at once:
     /// sqlx serializes them with an advisory lock.
     pub async fn connect_with(pool: PgPoolOptions, options: PgConnectOptions) -> Result<Self, StoreError> {
-        let pool = pool.connect_with(options).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
+        let pool =
+            pool.connect_with(options.options(PLANNER)).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
         MIGRATOR.run(&pool).await.map_err(migrate_error)?;
         let committer = crate::pg_batch::start(pool.clone());
         let lookups = crate::pg_lookup::start(pool.clone());

@@ -6,12 +6,14 @@
 //! CONFLICT DO NOTHING RETURNING`, the revision compare-and-set as one `UPDATE … FROM UNNEST
 //! … RETURNING`, `SELECT … FOR UPDATE` for rejection-only commits; for an owned store both
 //! also require `owner = $40`, the store's owner, and a creation stores it at owner epoch 1)
-//! and write the receipts, log entries, participants and outbox rows of the matches that
-//! passed. A transaction carries the commits of one owner (clones of a store with different
-//! owners share the committer; their commits take separate rounds). If any commit lost
-//! its fence (or its receipt or log entry already existed), the transaction is rolled back,
-//! those commits get [`StoreError::Conflict`], and the rest are retried at once in a new
-//! transaction: a fenced match never fails the others, it costs them one retry. A transient
+//! and write the receipts, log entries, participants, deadlines and outbox rows of the
+//! matches that passed. It runs alone (autocommit): a batch is one round trip. A transaction
+//! carries the commits of one owner (clones of a store with different owners share the
+//! committer; their commits take separate rounds). If any commit lost its fence (or its
+//! receipt or log entry already existed), the statement aborts itself; a second run inside
+//! `BEGIN … ROLLBACK` names the commits that lost, they get [`StoreError::Conflict`], and the
+//! rest are retried at once in a new transaction: a fenced match never fails the others, it
+//! costs them one retry. A transient
 //! failure fails the whole batch with [`StoreError::Unavailable`]: nothing of it is
 //! committed, and every caller retries its own command. Figures: `docs/benchmarks.md`.
 //!
@@ -20,7 +22,7 @@
 //! each of those linked back to it with the attribute `store.batch.commits`: the commits of
 //! one transaction belong to different commands, hence to different traces.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use juegoland_core::{Commit, ReceiptOutcome};
@@ -39,7 +41,7 @@ const PG: Dialect = Dialect::Postgres;
 pub(crate) const MAX_BATCH: usize = 128;
 
 /// Transactions in flight at once (each takes a pooled connection).
-pub(crate) const COMMITTERS: usize = 3;
+pub(crate) const COMMITTERS: usize = 2;
 
 pub(crate) struct Job {
     pub commit: Commit,
@@ -165,11 +167,13 @@ fn db(e: sqlx::Error) -> Attempt {
 /// One transaction for the batch of the store owned by `owner`: everything, or nothing and
 /// the fenced commits named.
 ///
-/// The common case is three round trips: `BEGIN`, one statement whose data-modifying
-/// `WITH` clauses write every table but `deadlines` and report what passed its fence (and
-/// the pending deadlines of the updated matches), and `COMMIT`. A batch whose deadline rows
-/// change adds one statement. Rows of a commit that lost its fence are not written at all,
-/// so a stale writer meets no unique violation; the transaction is then rolled back.
+/// The common case is ONE round trip: [`WRITE`] runs on its own (autocommit, so the
+/// statement is the transaction): its data-modifying `WITH` clauses write every table and,
+/// when a commit lost its fence, abort the statement (`juegoland_fence_lost()`, SQLSTATE
+/// `JL409`), so nothing of the batch is committed. Only then does a second attempt run the
+/// same statement without the abort inside `BEGIN … ROLLBACK` to learn which commits lost;
+/// the caller retries the rest. Rows of a commit that lost its fence are never written, so a
+/// stale writer meets no unique violation.
 async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(), Attempt> {
     let commits: Vec<&Commit> = jobs.iter().map(|j| &j.commit).collect();
     let unfenced: BTreeSet<usize> = commits
@@ -182,14 +186,22 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
         return Err(Attempt::Fenced(unfenced));
     }
     let batch = Batch::of(&commits)?;
+    let mut conn = pool.acquire().await.map_err(db)?;
+    if batch.write(&mut conn, owner, true).await?.is_some() {
+        return Ok(());
+    }
+    drop(conn);
     let mut tx = pool.begin().await.map_err(db)?;
-    let report = batch.write(&mut tx, owner).await?;
+    let report = batch.write(&mut tx, owner, false).await?.ok_or_else(|| {
+        Attempt::Failed(StoreError::Corrupt("the group commit aborted without being asked to".into()))
+    })?;
     let lost = fenced_out(&commits, &report)?;
     if !lost.is_empty() {
         // Dropping the transaction rolls it back.
         return Err(Attempt::Fenced(lost));
     }
-    deadlines(&mut tx, &commits, report.pending).await?;
+    // The fence that failed a moment ago holds now (the other writer's transaction was rolled
+    // back): this transaction wrote the whole batch.
     tx.commit().await.map_err(db)?;
     Ok(())
 }
@@ -197,13 +209,18 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 /// The statement that writes a batch. Every `WITH` clause reads the arrays of one kind of
 /// row; `passed` is the matches whose fence held, and only their rows are written. `$40` is
 /// the store's owner: `NULL` (unowned) skips the owner fence and creates unowned matches.
+/// Deadlines: `$43`–`$47` are the deadlines every new state holds (`wanted`), `$48`/`$49` the
+/// generation each updated match's commit fired; the pending rows of an updated match that its
+/// new state no longer holds are closed (`fired` when it is the fired generation, else
+/// `cancelled`) and the wanted ones not pending yet are added. `$50` aborts the statement
+/// (`guard`) when any commit lost its fence: nothing of the batch is then written.
 const WRITE: &str = "
 WITH
   created AS (
     INSERT INTO matches (match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status,
                          state, owner, owner_epoch)
     SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.rules_digest, u.revision, u.phase_epoch, u.status,
-           u.state::jsonb, $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
+           u.state, $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
     FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $41::text[], $5::int8[], $6::int8[], $7::text[],
                 $8::text[])
          AS u(match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status, state)
@@ -211,7 +228,7 @@ WITH
     RETURNING match_id),
   updated AS (
     UPDATE matches AS m SET revision = u.revision, phase_epoch = u.phase_epoch, status = u.status,
-           state = u.state::jsonb, updated_at = now()
+           state = u.state, updated_at = now()
     FROM UNNEST($9::uuid[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
          AS u(match_id, expected, revision, phase_epoch, status, state)
     WHERE m.match_id = u.match_id AND m.revision = u.expected AND ($40::text IS NULL OR m.owner = $40::text)
@@ -226,7 +243,7 @@ WITH
     SELECT match_id FROM created UNION ALL SELECT match_id FROM updated UNION ALL SELECT match_id FROM checked),
   receipts_in AS (
     INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
-    SELECT u.match_id, u.principal, u.command_id, u.fingerprint, u.outcome::jsonb, u.revision
+    SELECT u.match_id, u.principal, u.command_id, u.fingerprint, u.outcome, u.revision
     FROM UNNEST($17::uuid[], $18::text[], $19::uuid[], $20::text[], $21::text[], $22::int8[])
          AS u(match_id, principal, command_id, fingerprint, outcome, revision)
     WHERE u.match_id IN (SELECT match_id FROM passed)
@@ -234,7 +251,7 @@ WITH
     RETURNING match_id, principal, command_id),
   log_in AS (
     INSERT INTO match_log (match_id, revision, instant_ms, entry)
-    SELECT u.match_id, u.revision, u.instant_ms, u.entry::jsonb
+    SELECT u.match_id, u.revision, u.instant_ms, u.entry
     FROM UNNEST($23::uuid[], $24::int8[], $25::int8[], $26::text[]) AS u(match_id, revision, instant_ms, entry)
     WHERE u.match_id IN (SELECT match_id FROM passed)
     ON CONFLICT DO NOTHING
@@ -254,13 +271,37 @@ WITH
     SELECT u.* FROM UNNEST($35::uuid[], $36::int8[], $37::text[], $38::int4[], $39::text[], $42::text[])
          AS u(match_id, revision, recipient, ordinal, payload, trace_context)
     WHERE u.match_id IN (SELECT match_id FROM passed)),
-  pending AS (
-    SELECT d.match_id, d.deadline_id, d.generation FROM deadlines AS d
-    WHERE d.match_id IN (SELECT match_id FROM updated) AND d.state = 'pending')
+  wanted AS (
+    SELECT * FROM UNNEST($43::uuid[], $44::text[], $45::int8[], $46::int8[], $47::text[])
+         AS w(match_id, deadline_id, generation, due_ms, payload)),
+  closed AS (
+    UPDATE deadlines AS d
+    SET state = CASE WHEN d.generation = f.generation THEN 'fired' ELSE 'cancelled' END, updated_at = now()
+    FROM updated AS u LEFT JOIN UNNEST($48::uuid[], $49::int8[]) AS f(match_id, generation) ON f.match_id = u.match_id
+    WHERE d.match_id = u.match_id AND d.state = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM wanted AS w
+                      WHERE w.match_id = d.match_id AND w.deadline_id = d.deadline_id AND w.generation = d.generation)),
+  added AS (
+    INSERT INTO deadlines (match_id, deadline_id, generation, due_ms, payload, state)
+    SELECT w.match_id, w.deadline_id, w.generation, w.due_ms, w.payload::jsonb, 'pending' FROM wanted AS w
+    WHERE w.match_id IN (SELECT match_id FROM passed)
+      AND NOT EXISTS (SELECT 1 FROM deadlines AS d
+                      WHERE d.match_id = w.match_id AND d.deadline_id = w.deadline_id
+                        AND d.generation = w.generation AND d.state = 'pending')),
+  guard AS (
+    SELECT CASE WHEN $50::bool
+                 AND ((SELECT count(*) FROM passed) <> cardinality($1::uuid[]) + cardinality($9::uuid[])
+                                                       + cardinality($15::uuid[])
+                      OR (SELECT count(*) FROM receipts_in) <> cardinality($17::uuid[])
+                      OR (SELECT count(*) FROM log_in) <> cardinality($23::uuid[]))
+           THEN juegoland_fence_lost() ELSE 0 END AS lost)
 SELECT 'p' AS kind, match_id, NULL::text AS name, NULL::uuid AS command_id, NULL::int8 AS number FROM passed
 UNION ALL SELECT 'r', match_id, principal, command_id, NULL FROM receipts_in
 UNION ALL SELECT 'l', match_id, NULL, NULL, revision FROM log_in
-UNION ALL SELECT 'd', match_id, deadline_id, NULL, generation FROM pending";
+UNION ALL SELECT 'g', NULL, NULL, NULL, lost FROM guard";
+
+/// The SQLSTATE of `juegoland_fence_lost()` (migration 0007).
+const FENCE_LOST: &str = "JL409";
 
 /// What the write statement reported.
 #[derive(Default)]
@@ -268,8 +309,6 @@ struct Report {
     passed: BTreeSet<Uuid>,
     receipts: BTreeSet<(Uuid, String, Uuid)>,
     log: BTreeSet<(Uuid, i64)>,
-    /// The pending deadline rows of every updated match, before this commit.
-    pending: BTreeMap<Uuid, Vec<(String, i64)>>,
 }
 
 /// The column arrays of a batch, bound to [`WRITE`].
@@ -285,6 +324,18 @@ struct Batch<'a> {
     seated: SeatColumns<'a>,
     reseated: (Vec<Uuid>, Vec<&'a str>, Vec<&'static str>),
     outbox: OutboxColumns<'a>,
+    deadlines: DeadlineColumns<'a>,
+    /// The generation each updated match's commit fired.
+    fired: (Vec<Uuid>, Vec<i64>),
+}
+
+#[derive(Default)]
+struct DeadlineColumns<'a> {
+    ids: Vec<Uuid>,
+    deadline_ids: Vec<&'a str>,
+    generations: Vec<i64>,
+    due: Vec<i64>,
+    payloads: Vec<String>,
 }
 
 #[derive(Default)]
@@ -358,6 +409,19 @@ impl<'a> Batch<'a> {
                 b.log.entries.push(rows::encode("log entry", log)?);
             }
             if let Some(state) = c.state.as_deref() {
+                for (id, d) in &state.deadlines {
+                    b.deadlines.ids.push(c.match_id);
+                    b.deadlines.deadline_ids.push(id.as_str());
+                    b.deadlines.generations.push(rows::to_i64(d.generation, "deadline generation")?);
+                    b.deadlines.due.push(d.due_ms);
+                    b.deadlines.payloads.push(rows::encode("deadline payload", &d.payload)?);
+                }
+                if c.expected_revision.is_some()
+                    && let Some(generation) = rows::fired_generation(c)?
+                {
+                    b.fired.0.push(c.match_id);
+                    b.fired.1.push(generation);
+                }
                 for p in rows::participants(state) {
                     if c.expected_revision.is_none() {
                         b.seated.ids.push(c.match_id);
@@ -386,8 +450,16 @@ impl<'a> Batch<'a> {
         Ok(b)
     }
 
-    async fn write(&self, tx: &mut PgConnection, owner: Option<&str>) -> Result<Report, Attempt> {
+    /// Runs [`WRITE`]; `None` when `abort_if_fenced` and a commit lost its fence (the
+    /// statement was aborted: nothing of it was written).
+    async fn write(
+        &self,
+        conn: &mut PgConnection,
+        owner: Option<&str>,
+        abort_if_fenced: bool,
+    ) -> Result<Option<Report>, Attempt> {
         let (c, u, r, l, s, o) = (&self.created, &self.updated, &self.receipts, &self.log, &self.seated, &self.outbox);
+        let d = &self.deadlines;
         let found = sqlx::query(WRITE)
             .bind(&c.ids)
             .bind(&c.game_ids)
@@ -431,12 +503,26 @@ impl<'a> Batch<'a> {
             .bind(owner)
             .bind(&c.rules_digests)
             .bind(&o.trace_contexts)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
+            .bind(&d.ids)
+            .bind(&d.deadline_ids)
+            .bind(&d.generations)
+            .bind(&d.due)
+            .bind(&d.payloads)
+            .bind(&self.fired.0)
+            .bind(&self.fired.1)
+            .bind(abort_if_fenced)
+            .fetch_all(&mut *conn)
+            .await;
+        let found = match found {
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(FENCE_LOST) => return Ok(None),
+            found => found.map_err(db)?,
+        };
         let mut report = Report::default();
         for row in found {
             let kind: &str = row.try_get(0).map_err(db)?;
+            if kind == "g" {
+                continue;
+            }
             let id: Uuid = row.try_get(1).map_err(db)?;
             match kind {
                 "p" => {
@@ -448,14 +534,10 @@ impl<'a> Batch<'a> {
                 "l" => {
                     report.log.insert((id, row.try_get(4).map_err(db)?));
                 }
-                _ => report
-                    .pending
-                    .entry(id)
-                    .or_default()
-                    .push((row.try_get(2).map_err(db)?, row.try_get(4).map_err(db)?)),
+                _ => {}
             }
         }
-        Ok(report)
+        Ok(Some(report))
     }
 }
 
@@ -478,68 +560,6 @@ fn fenced_out(commits: &[&Commit], report: &Report) -> Result<BTreeSet<usize>, S
         }
     }
     Ok(lost)
-}
-
-/// The pending deadline rows of each match (`pending`, as read before this commit) become
-/// exactly its state's deadlines.
-async fn deadlines(
-    tx: &mut PgConnection,
-    commits: &[&Commit],
-    mut pending: BTreeMap<Uuid, Vec<(String, i64)>>,
-) -> Result<(), Attempt> {
-    let (mut close_ids, mut close_deadlines, mut close_generations, mut close_states) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut add_ids, mut add_deadlines, mut add_generations, mut add_due, mut add_payloads) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for c in commits {
-        let Some(state) = c.state.as_deref() else { continue };
-        let stored = pending.remove(&c.match_id).unwrap_or_default();
-        let plan = rows::plan_deadlines(rows::fired_generation(c)?, &state.deadlines, stored)?;
-        for (id, generation, new_state) in plan.close {
-            close_ids.push(c.match_id);
-            close_deadlines.push(id);
-            close_generations.push(generation);
-            close_states.push(new_state);
-        }
-        for (id, generation, due_ms, payload) in plan.add {
-            add_ids.push(c.match_id);
-            add_deadlines.push(id.to_owned());
-            add_generations.push(generation);
-            add_due.push(due_ms);
-            add_payloads.push(rows::encode("deadline payload", payload)?);
-        }
-    }
-    if !close_ids.is_empty() {
-        sqlx::query(
-            "UPDATE deadlines AS d SET state = v.state, updated_at = now()
-             FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[]) AS v(match_id, deadline_id, generation, state)
-             WHERE d.match_id = v.match_id AND d.deadline_id = v.deadline_id AND d.generation = v.generation",
-        )
-        .bind(&close_ids)
-        .bind(&close_deadlines)
-        .bind(&close_generations)
-        .bind(&close_states)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    if !add_ids.is_empty() {
-        sqlx::query(
-            "INSERT INTO deadlines (match_id, deadline_id, generation, due_ms, payload, state)
-             SELECT u.match_id, u.deadline_id, u.generation, u.due_ms, u.payload::jsonb, 'pending'
-             FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::text[])
-                  AS u(match_id, deadline_id, generation, due_ms, payload)",
-        )
-        .bind(&add_ids)
-        .bind(&add_deadlines)
-        .bind(&add_generations)
-        .bind(&add_due)
-        .bind(&add_payloads)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    Ok(())
 }
 
 /// The column arrays of `matches` rows.

@@ -51,8 +51,7 @@ async fn outages_are_unavailable_and_leave_nothing_half_committed() {
     });
     let waited = Instant::now();
     loop {
-        // The only lock the commit can wait for is the blocker's receipt row (its state
-        // update is compatible with the blocker's foreign-key share lock).
+        // The only lock the commit can wait for is the blocker's receipt row.
         let (waiting,): (i64,) =
             sqlx::query_as("SELECT count(*) FROM pg_locks WHERE NOT granted").fetch_one(&mut blocker).await.unwrap();
         if waiting > 0 {
