@@ -288,6 +288,15 @@ async fn slot(
     }
 }
 
+/// One sample of the watched processes, on a blocking thread.
+async fn sample(mut tracker: Tracker, last: bool) -> anyhow::Result<Tracker> {
+    Ok(tokio::task::spawn_blocking(move || {
+        tracker.tick(last);
+        tracker
+    })
+    .await?)
+}
+
 fn kill(pids_file: &std::path::Path, role: &str) -> anyhow::Result<i32> {
     let pids = procs::read_pids_file(pids_file)?;
     let pid = *pids.get(role).with_context(|| format!("{role} is not in {}", pids_file.display()))?;
@@ -359,7 +368,7 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
     tick.tick().await;
     loop {
         tick.tick().await;
-        tracker.tick();
+        tracker = sample(tracker, false).await?;
         let elapsed = window.elapsed();
         let moves = stats.moves.load(Ordering::Relaxed);
         let finished = stats.matches_finished.load(Ordering::Relaxed);
@@ -399,7 +408,7 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
     let elapsed = window.elapsed().as_secs_f64();
     let moves = stats.moves.load(Ordering::Relaxed);
     let finished = stats.matches_finished.load(Ordering::Relaxed);
-    tracker.tick();
+    let tracker = sample(tracker, true).await?;
     let processes = tracker.figures();
     let view = stats.percentiles(Latency::CommandToView);
     let ack = stats.percentiles(Latency::CommandToAck);
