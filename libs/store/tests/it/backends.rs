@@ -43,6 +43,13 @@ pub struct SqliteBackend {
     store: Arc<SqliteStore>,
 }
 
+impl SqliteBackend {
+    /// The database file.
+    pub fn path(&self) -> &std::path::Path {
+        self.store.path()
+    }
+}
+
 #[async_trait::async_trait]
 impl Backend for SqliteBackend {
     async fn start(test: &str) -> Self {

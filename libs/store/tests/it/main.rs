@@ -1,6 +1,7 @@
 //! Integration tests of the stores: ONE behaviour suite (`suite.rs`) run against every
 //! backend, plus PostgreSQL outages on a private throwaway server (`outage.rs`) and group
-//! commit batches of a forced composition (`group_commit.rs`).
+//! commit batches of a forced composition (`group_commit.rs`), and the operators'
+//! `participants` rows on both durable backends (`participants.rs`).
 //!
 //! PostgreSQL: the suite uses the server at `postgres://postgres@127.0.0.1:5432/test`
 //! (`JUEGOLAND_TEST_DATABASE_URL` overrides) and fails, never skips, when it is down; the
@@ -11,6 +12,7 @@ mod backends;
 mod game;
 mod group_commit;
 mod outage;
+mod participants;
 mod suite;
 
 mod memory {

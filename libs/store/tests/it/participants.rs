@@ -1,0 +1,66 @@
+//! The `participants` rows (an operators' query aid: who plays which match, nothing reads
+//! them back through `Store`) follow the state on both durable backends: one row per seat at
+//! creation, and a seat's status rewritten when a commit withdraws it.
+
+use std::sync::Arc;
+
+use juegoland_core::Commit;
+use juegoland_sdk::position::ParticipantStatus;
+use sqlx::Connection;
+use uuid::Uuid;
+
+use crate::backends::{PgBackend, SqliteBackend};
+use crate::game::Game;
+use crate::suite::Backend;
+
+/// A match created, one disc dropped with `p1` withdrawn in the new state, then one more
+/// plain move; returns the commits in order.
+fn withdrawal(match_id: Uuid) -> Vec<Commit> {
+    let (mut game, created) = Game::create(match_id);
+    let mut dropped = game.drop_disc(3);
+    let mut state = dropped.state.as_deref().expect("a state").clone();
+    state.position.participants.get_mut("p1").expect("seat p1").status = ParticipantStatus::Withdrawn;
+    dropped.state = Some(Arc::new(state));
+    vec![created, dropped]
+}
+
+const EXPECTED: [(&str, &str); 2] = [("p0", "active"), ("p1", "withdrawn")];
+
+#[tokio::test]
+async fn sqlite_participants_follow_withdrawals() {
+    let backend = SqliteBackend::start("participants").await;
+    let id = Uuid::from_u128(0x9a27);
+    for commit in withdrawal(id) {
+        backend.store().commit(&commit).await.expect("commit");
+    }
+    let url = format!("sqlite://{}", backend.path().display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database file");
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT seat, status FROM participants WHERE match_id = $1 ORDER BY seat")
+            .bind(id)
+            .fetch_all(&mut conn)
+            .await
+            .expect("participants");
+    let rows: Vec<(&str, &str)> = rows.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
+    assert_eq!(rows, EXPECTED);
+    backend.finish().await;
+}
+
+#[tokio::test]
+async fn pg_participants_follow_withdrawals() {
+    let backend = PgBackend::start("participants").await;
+    let id = Uuid::from_u128(0x9a28);
+    for commit in withdrawal(id) {
+        backend.store().commit(&commit).await.expect("commit");
+    }
+    let mut conn = sqlx::PgConnection::connect_with(&backend.options()).await.expect("connect");
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT seat, status FROM participants WHERE match_id = $1 ORDER BY seat")
+            .bind(id)
+            .fetch_all(&mut conn)
+            .await
+            .expect("participants");
+    let rows: Vec<(&str, &str)> = rows.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
+    assert_eq!(rows, EXPECTED);
+    backend.finish().await;
+}
