@@ -158,21 +158,14 @@ pub(crate) async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Opt
             if updated.rows_affected() == 0 {
                 return Err(conflict(commit));
             }
-            // Every seat in one statement: each statement is a round trip to sqlx's SQLite
-            // worker thread, the embedded store's main cost per commit.
-            let seats = rows::participants(state);
-            if !seats.is_empty() {
-                let values = placeholders(seats.len(), 2, 2);
-                let mut update = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "UPDATE participants SET status = v.column2 FROM (VALUES {values}) AS v
-                     WHERE participants.match_id = $1 AND participants.seat = v.column1
-                       AND participants.status <> v.column2"
-                )))
-                .bind(match_id);
-                for p in &seats {
-                    update = update.bind(p.seat).bind(p.status);
-                }
-                update.execute(&mut *tx).await.map_err(err)?;
+            for p in rows::participants(state) {
+                sqlx::query("UPDATE participants SET status = $3 WHERE match_id = $1 AND seat = $2 AND status <> $3")
+                    .bind(match_id)
+                    .bind(p.seat)
+                    .bind(p.status)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
             }
         }
         (Some(expected), None) => {
@@ -275,35 +268,22 @@ pub(crate) async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Opt
         }
     }
 
-    if !commit.publications.is_empty() {
-        // Every publication in one statement, as above.
-        let values = placeholders(commit.publications.len(), 6, 1);
-        let mut insert = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context) VALUES {values}"
-        )));
-        for (ordinal, p) in commit.publications.iter().enumerate() {
-            insert = insert
-                .bind(match_id)
-                .bind(rows::to_i64(p.revision, "publication revision")?)
-                .bind(rows::recipient_column(p))
-                .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
-                .bind(&*p.encoded)
-                .bind(p.trace_context.as_deref());
-        }
-        insert.execute(&mut *tx).await.map_err(err)?;
+    for (ordinal, p) in commit.publications.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(match_id)
+        .bind(rows::to_i64(p.revision, "publication revision")?)
+        .bind(rows::recipient_column(p))
+        .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
+        .bind(&*p.encoded)
+        .bind(p.trace_context.as_deref())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
     }
     Ok(())
-}
-
-/// `($first, …), (…), …`: `rows` tuples of `width` numbered placeholders, from `$first`.
-fn placeholders(rows: usize, width: usize, first: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let row: Vec<String> = (0..width).map(|c| format!("${}", first + r * width + c)).collect();
-            format!("({})", row.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[async_trait::async_trait]
