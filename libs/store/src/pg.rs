@@ -177,9 +177,9 @@ impl Store for PgStore {
         let ids: Vec<Uuid> = marks.iter().map(|(id, _)| *id).collect();
         let revisions = marks.iter().map(|(_, r)| rows::to_i64(*r, "revision")).collect::<Result<Vec<_>, _>>()?;
         let err = |e| store_error(PG, "mark outbox rows dispatched", e);
-        let mut tx = self.pool.begin().await.map_err(err)?;
-        // A lost mark is a harmless re-dispatch: no need to wait for the WAL flush.
-        sqlx::query("SET LOCAL synchronous_commit TO OFF").execute(&mut *tx).await.map_err(err)?;
+        // A lost mark is a harmless re-dispatch: no need to wait for the WAL flush (set with
+        // the `BEGIN`, in the same round trip).
+        let mut tx = self.pool.begin_with("BEGIN; SET LOCAL synchronous_commit TO OFF").await.map_err(err)?;
         sqlx::query(
             "UPDATE outbox AS o SET dispatched = true
              FROM UNNEST($1::uuid[], $2::int8[]) AS m(match_id, revision)
