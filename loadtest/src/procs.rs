@@ -76,19 +76,20 @@ pub fn read_pids_file(path: &std::path::Path) -> anyhow::Result<BTreeMap<String,
 #[derive(Clone, Copy, Debug, Default)]
 struct Sample {
     cpu_seconds: f64,
-    pss_bytes: u64,
+    /// Read only when asked (see [`MEMORY_EVERY`]).
+    pss_bytes: Option<u64>,
 }
 
-/// Memory is read every `MEMORY_EVERY` samples: `smaps_rollup` walks a process's page tables,
-/// about a millisecond for each PostgreSQL backend with the shared buffers mapped, and read
-/// every second for 60 backends it was 5% of the machine's CPU in a 200-match cluster run.
+/// Memory is read every `MEMORY_EVERY` samples: `smaps_rollup` walks a process's page tables
+/// (all of the shared buffers, for a PostgreSQL backend), and read every second for about 60
+/// backends it was 5% of the machine's CPU in a 200-match cluster run.
 const MEMORY_EVERY: u64 = 5;
 
 fn sample(pid: i32, ticks: f64, memory: bool) -> Option<Sample> {
     let process = procfs::process::Process::new(pid).ok()?;
     let stat = process.stat().ok()?;
     let cpu = stat.utime as f64 + stat.stime as f64 + stat.cutime.max(0) as f64 + stat.cstime.max(0) as f64;
-    let pss_bytes = if memory { pss(&process).unwrap_or(stat.rss * procfs::page_size()) } else { 0 };
+    let pss_bytes = memory.then(|| pss(&process).unwrap_or(stat.rss * procfs::page_size()));
     Some(Sample { cpu_seconds: cpu / ticks, pss_bytes })
 }
 
@@ -132,7 +133,7 @@ impl Group {
                 self.base.insert(pid, s.cpu_seconds);
             }
             self.last.insert(pid, s.cpu_seconds);
-            memory += s.pss_bytes;
+            memory += s.pss_bytes.unwrap_or(0);
         }
         let f = &mut self.figures;
         if with_memory {

@@ -13,9 +13,9 @@
 //! receipt or log entry already existed), the statement aborts itself; a second run inside
 //! `BEGIN … ROLLBACK` names the commits that lost, they get [`StoreError::Conflict`], and the
 //! rest are retried at once in a new transaction: a fenced match never fails the others, it
-//! costs them one retry. A transient
-//! failure fails the whole batch with [`StoreError::Unavailable`]: nothing of it is
-//! committed, and every caller retries its own command. Figures: `docs/benchmarks.md`.
+//! costs them one retry. A transient failure fails the whole batch with
+//! [`StoreError::Unavailable`]: nothing of it is committed, and every caller retries its own
+//! command. Figures: `docs/benchmarks.md`.
 //!
 //! Tracing: each transaction runs in a `store.batch` span of its own (fields `commits`,
 //! `outcome`), linked to the span every commit was sent from (an actor's `store.commit`) and
@@ -212,8 +212,11 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 /// Deadlines: `$43`–`$47` are the deadlines every new state holds (`wanted`), `$48`/`$49` the
 /// generation each updated match's commit fired; the pending rows of an updated match that its
 /// new state no longer holds are closed (`fired` when it is the fired generation, else
-/// `cancelled`) and the wanted ones not pending yet are added. `$50` aborts the statement
-/// (`guard`) when any commit lost its fence: nothing of the batch is then written.
+/// `cancelled`) and the wanted ones not pending yet are added: the rule of
+/// `rows::plan_deadlines` (which the SQLite store runs), in SQL so the batch stays one round
+/// trip; the deadline cases of the behaviour suite hold both to it. `$50` aborts the statement
+/// (`guard`) when any commit lost its fence: nothing of the batch is then written. The guard's
+/// row (`'g'`) is selected only so that it is evaluated.
 const WRITE: &str = "
 WITH
   created AS (

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use juegoland_core::Commit;
 use juegoland_sdk::position::ParticipantStatus;
 use sqlx::Connection;
 use uuid::Uuid;
@@ -13,36 +12,34 @@ use crate::backends::{PgBackend, SqliteBackend};
 use crate::game::Game;
 use crate::suite::Backend;
 
-/// A match created, one disc dropped with `p1` withdrawn in the new state, then one more
-/// plain move; returns the commits in order.
-fn withdrawal(match_id: Uuid) -> Vec<Commit> {
+/// Commits a match's creation, then one disc dropped with `p1` withdrawn in the new state.
+async fn play_withdrawal(backend: &impl Backend, match_id: Uuid) {
     let (mut game, created) = Game::create(match_id);
     let mut dropped = game.drop_disc(3);
     let mut state = dropped.state.as_deref().expect("a state").clone();
     state.position.participants.get_mut("p1").expect("seat p1").status = ParticipantStatus::Withdrawn;
     dropped.state = Some(Arc::new(state));
-    vec![created, dropped]
+    for commit in [created, dropped] {
+        backend.store().commit(&commit).await.expect("commit");
+    }
 }
 
-const EXPECTED: [(&str, &str); 2] = [("p0", "active"), ("p1", "withdrawn")];
+/// The statement both backends answer (numbered placeholders are SQLite syntax too).
+const ROWS: &str = "SELECT seat, status FROM participants WHERE match_id = $1 ORDER BY seat";
+
+fn assert_seats(rows: &[(String, String)]) {
+    let rows: Vec<(&str, &str)> = rows.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
+    assert_eq!(rows, [("p0", "active"), ("p1", "withdrawn")]);
+}
 
 #[tokio::test]
 async fn sqlite_participants_follow_withdrawals() {
     let backend = SqliteBackend::start("participants").await;
     let id = Uuid::from_u128(0x9a27);
-    for commit in withdrawal(id) {
-        backend.store().commit(&commit).await.expect("commit");
-    }
+    play_withdrawal(&backend, id).await;
     let url = format!("sqlite://{}", backend.path().display());
     let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database file");
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT seat, status FROM participants WHERE match_id = $1 ORDER BY seat")
-            .bind(id)
-            .fetch_all(&mut conn)
-            .await
-            .expect("participants");
-    let rows: Vec<(&str, &str)> = rows.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
-    assert_eq!(rows, EXPECTED);
+    assert_seats(&sqlx::query_as(ROWS).bind(id).fetch_all(&mut conn).await.expect("participants"));
     backend.finish().await;
 }
 
@@ -50,17 +47,8 @@ async fn sqlite_participants_follow_withdrawals() {
 async fn pg_participants_follow_withdrawals() {
     let backend = PgBackend::start("participants").await;
     let id = Uuid::from_u128(0x9a28);
-    for commit in withdrawal(id) {
-        backend.store().commit(&commit).await.expect("commit");
-    }
+    play_withdrawal(&backend, id).await;
     let mut conn = sqlx::PgConnection::connect_with(&backend.options()).await.expect("connect");
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT seat, status FROM participants WHERE match_id = $1 ORDER BY seat")
-            .bind(id)
-            .fetch_all(&mut conn)
-            .await
-            .expect("participants");
-    let rows: Vec<(&str, &str)> = rows.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
-    assert_eq!(rows, EXPECTED);
+    assert_seats(&sqlx::query_as(ROWS).bind(id).fetch_all(&mut conn).await.expect("participants"));
     backend.finish().await;
 }
