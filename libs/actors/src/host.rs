@@ -779,7 +779,7 @@ impl MatchActor {
                     match &receipt.outcome {
                         juegoland_core::ReceiptOutcome::Applied { revision } => {
                             Span::current().record("outcome", "applied").record("revision", revision);
-                            info!(match_id = %match_id, revision, "command applied");
+                            debug!(match_id = %match_id, revision, "command applied");
                             m.commands.with_label_values(&["applied", ""]).inc();
                         }
                         juegoland_core::ReceiptOutcome::Rejected { code, revision } => {

@@ -8,7 +8,7 @@ use juegoland_sdk::ParticipantStatus;
 use sqlx::error::DatabaseError;
 use uuid::Uuid;
 
-use crate::{DueDeadline, OutboxRow, StoreError, conflict};
+use crate::{DueDeadline, OutboxRow, StoreError};
 
 pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} does not fit a signed 64-bit column")))
@@ -206,15 +206,6 @@ pub(crate) fn store_error(dialect: Dialect, action: &str, e: sqlx::Error) -> Sto
         }
         E::Database(db) if transient(dialect, db.as_ref()) => StoreError::Unavailable(format!("{action}: {e}")),
         _ => StoreError::Corrupt(format!("{action}: {e}")),
-    }
-}
-
-/// Maps a sqlx error met inside `commit`: a unique violation means another writer stored
-/// the same match, receipt, log entry or outbox row first.
-pub(crate) fn commit_error(dialect: Dialect, commit: &Commit, e: sqlx::Error) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => conflict(commit),
-        _ => store_error(dialect, "commit", e),
     }
 }
 

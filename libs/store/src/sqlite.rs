@@ -15,15 +15,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey, ReceiptOutcome};
-use sqlx::SqliteConnection;
+use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use uuid::Uuid;
 
-use crate::rows::{self, Dialect, commit_error, store_error};
-use crate::sqlite_batch::Committer;
-use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, conflict};
+use crate::rows::{self, Dialect, store_error};
+use crate::sqlite_batch::{Readers, Writer};
+use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError};
 
 /// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -40,8 +39,10 @@ pub struct SqliteStore {
     path: PathBuf,
     /// This handle's owner identity; `None` is unowned mode (no owner checks).
     owner: Option<Arc<str>>,
-    /// The group committer of this handle's owner (`sqlite_batch`), started on first commit.
-    committer: Arc<std::sync::OnceLock<Committer>>,
+    /// The writer thread of this handle's owner (`sqlite_batch`), started on first write.
+    writer: Arc<std::sync::OnceLock<Result<Writer, StoreError>>>,
+    /// The read connections of the hot reads (`sqlite_batch`), shared by every clone.
+    readers: Arc<Readers>,
 }
 
 impl SqliteStore {
@@ -69,13 +70,14 @@ impl SqliteStore {
             MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
             other => StoreError::Corrupt(format!("run migrations: {other}")),
         })?;
-        Ok(Self { pool, path, owner: None, committer: Arc::default() })
+        let readers = Arc::new(Readers::open(&path)?);
+        Ok(Self { pool, path, owner: None, writer: Arc::default(), readers })
     }
 
     /// This handle in cluster mode: it creates matches as `owner` and commits only to the
     /// matches `owner` owns (see the crate docs). Other clones keep their own owner.
     pub fn owned_by(self, owner: impl Into<String>) -> Self {
-        Self { owner: Some(owner.into().into()), committer: Arc::default(), ..self }
+        Self { owner: Some(owner.into().into()), writer: Arc::default(), ..self }
     }
 
     /// The owner identity this handle commits as; `None` in unowned mode.
@@ -91,235 +93,34 @@ impl SqliteStore {
     /// Closes every connection (checkpointing the WAL); later calls fail with
     /// [`StoreError::Unavailable`].
     pub async fn close(&self) {
+        if let Some(Ok(writer)) = self.writer.get() {
+            writer.close();
+        }
+        self.readers.close();
         self.pool.close().await;
+    }
+
+    /// This handle's writer thread, started on first use.
+    fn writer(&self) -> Result<&Writer, StoreError> {
+        self.writer.get_or_init(|| Writer::spawn(&self.path, self.owner.clone())).as_ref().map_err(Clone::clone)
     }
 }
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-/// Writes `commit` inside `tx` for the store owned by `owner` (`None`: unowned, no owner
-/// checks); the caller commits or drops (rolls back) the transaction.
-pub(crate) async fn write(tx: &mut SqliteConnection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
-    let err = |e| commit_error(LITE, commit, e);
-    let match_id = commit.match_id;
-    match (commit.expected_revision, &commit.state) {
-        (None, Some(state)) => {
-            let created = sqlx::query(
-                "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status, state,
-                                      owner, owner_epoch, rules_digest)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (match_id) DO NOTHING",
-            )
-            .bind(match_id)
-            .bind(&state.game.id)
-            .bind(&state.game.rules_version)
-            .bind(&state.game_version)
-            .bind(rows::to_i64(state.revision, "revision")?)
-            .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
-            .bind(rows::match_status(state))
-            .bind(rows::encode("match state", &**state)?)
-            .bind(owner)
-            .bind(i64::from(owner.is_some()))
-            .bind(&state.rules_digest)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-            if created.rows_affected() == 0 {
-                return Err(conflict(commit));
-            }
-            for p in rows::participants(state) {
-                sqlx::query(
-                    "INSERT INTO participants (match_id, seat, principal, bot_profile, status) VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(match_id)
-                .bind(p.seat)
-                .bind(p.principal)
-                .bind(p.bot_profile)
-                .bind(p.status)
-                .execute(&mut *tx)
-                .await
-                .map_err(err)?;
-            }
-        }
-        (Some(expected), Some(state)) => {
-            let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE matches SET revision = $3, phase_epoch = $4, status = $5, state = $6, updated_at = {NOW}
-                 WHERE match_id = $1 AND revision = $2 AND ($7 IS NULL OR owner = $7)"
-            )))
-            .bind(match_id)
-            .bind(rows::to_i64(expected, "expected revision")?)
-            .bind(rows::to_i64(state.revision, "revision")?)
-            .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
-            .bind(rows::match_status(state))
-            .bind(rows::encode("match state", &**state)?)
-            .bind(owner)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-            if updated.rows_affected() == 0 {
-                return Err(conflict(commit));
-            }
-            for p in rows::participants(state) {
-                sqlx::query("UPDATE participants SET status = $3 WHERE match_id = $1 AND seat = $2 AND status <> $3")
-                    .bind(match_id)
-                    .bind(p.seat)
-                    .bind(p.status)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(err)?;
-            }
-        }
-        (Some(expected), None) => {
-            // A final rejection: no new state, but the same fences. `BEGIN IMMEDIATE` already
-            // holds the write lock, so neither the revision nor the owner can move before the
-            // receipt is stored.
-            let fenced = sqlx::query(
-                "SELECT 1 FROM matches WHERE match_id = $1 AND revision = $2 AND ($3 IS NULL OR owner = $3)",
-            )
-            .bind(match_id)
-            .bind(rows::to_i64(expected, "expected revision")?)
-            .bind(owner)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(err)?;
-            if fenced.is_none() {
-                return Err(conflict(commit));
-            }
-        }
-        (None, None) => return Err(conflict(commit)),
-    }
-
-    if let Some(r) = &commit.receipt {
-        let revision = match r.outcome {
-            ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
-        };
-        let stored = sqlx::query(
-            "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-        )
-        .bind(r.key.match_id)
-        .bind(&r.key.principal)
-        .bind(r.key.command_id)
-        .bind(&r.fingerprint)
-        .bind(rows::encode("receipt outcome", &r.outcome)?)
-        .bind(rows::to_i64(revision, "receipt revision")?)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-        if stored.rows_affected() == 0 {
-            // Another writer stored this receipt: our judgement is stale.
-            return Err(conflict(commit));
-        }
-    }
-
-    if let Some(log) = &commit.log {
-        let stored = sqlx::query(
-            "INSERT INTO match_log (match_id, revision, instant_ms, entry) VALUES ($1, $2, $3, $4)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(match_id)
-        .bind(rows::to_i64(log.revision, "log revision")?)
-        .bind(log.instant_ms)
-        .bind(rows::encode("log entry", log)?)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-        if stored.rows_affected() == 0 {
-            return Err(conflict(commit));
-        }
-    }
-
-    if let Some(state) = &commit.state {
-        let pending: Vec<(String, i64)> = if commit.expected_revision.is_none() {
-            Vec::new()
-        } else {
-            sqlx::query_as("SELECT deadline_id, generation FROM deadlines WHERE match_id = $1 AND state = 'pending'")
-                .bind(match_id)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(err)?
-        };
-        let plan = rows::plan_deadlines(rows::fired_generation(commit)?, &state.deadlines, pending)?;
-        for (id, generation, new_state) in &plan.close {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE deadlines SET state = $4, updated_at = {NOW}
-                 WHERE match_id = $1 AND deadline_id = $2 AND generation = $3"
-            )))
-            .bind(match_id)
-            .bind(id)
-            .bind(generation)
-            .bind(new_state)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-        }
-        for (id, generation, due_ms, payload) in &plan.add {
-            sqlx::query(
-                "INSERT INTO deadlines (match_id, deadline_id, generation, due_ms, payload, state)
-                 VALUES ($1, $2, $3, $4, $5, 'pending')",
-            )
-            .bind(match_id)
-            .bind(id)
-            .bind(generation)
-            .bind(due_ms)
-            .bind(rows::encode("deadline payload", payload)?)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-        }
-    }
-
-    for (ordinal, p) in commit.publications.iter().enumerate() {
-        sqlx::query(
-            "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(match_id)
-        .bind(rows::to_i64(p.revision, "publication revision")?)
-        .bind(rows::recipient_column(p))
-        .bind(rows::to_i64(ordinal as u64, "publication ordinal")?)
-        .bind(&*p.encoded)
-        .bind(p.trace_context.as_deref())
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    }
-    Ok(())
-}
-
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         // Commits of different matches share transactions (group commit, `sqlite_batch`).
-        self.committer.get_or_init(|| Committer::spawn(self.pool.clone(), self.owner.clone())).commit(commit).await
+        self.writer()?.commit(commit).await
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
-        let row: Option<(String,)> = sqlx::query_as("SELECT state FROM matches WHERE match_id = $1")
-            .bind(match_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| store_error(LITE, "load match", e))?;
-        row.map(|(text,)| rows::decode("match state", match_id, &text)).transpose()
+        self.readers.load(match_id)
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT fingerprint, outcome FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3",
-        )
-        .bind(key.match_id)
-        .bind(&key.principal)
-        .bind(key.command_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| store_error(LITE, "load receipt", e))?;
-        row.map(|(fingerprint, outcome)| {
-            Ok(Receipt {
-                key: key.clone(),
-                fingerprint,
-                outcome: rows::decode("receipt outcome", key.match_id, &outcome)?,
-            })
-        })
-        .transpose()
+        self.readers.receipt(key)
     }
 
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
@@ -353,18 +154,8 @@ impl Store for SqliteStore {
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
-        let err = |e| store_error(LITE, "mark outbox rows dispatched", e);
-        let mut tx = self.pool.begin().await.map_err(err)?;
-        for (match_id, revision) in marks {
-            sqlx::query("UPDATE outbox SET dispatched = 1 WHERE match_id = $1 AND revision <= $2 AND dispatched = 0")
-                .bind(match_id)
-                .bind(rows::to_i64(*revision, "revision")?)
-                .execute(&mut *tx)
-                .await
-                .map_err(err)?;
-        }
-        tx.commit().await.map_err(err)?;
-        Ok(())
+        // The marks ride in the writer's next transaction.
+        self.writer()?.mark_dispatched(marks).await
     }
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {

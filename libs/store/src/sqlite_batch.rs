@@ -1,101 +1,457 @@
-//! Group commit for the embedded store: commits of different matches that arrive while a
-//! transaction is being written share the next one, so one `fsync` (SQLite's
-//! `synchronous = FULL` commit) covers many moves instead of one.
+//! The embedded store's hot path: group commit on one writer thread, and point reads on the
+//! caller's thread.
 //!
-//! One committer task per store handle (per owner identity) takes every queued commit, opens
-//! ONE `BEGIN IMMEDIATE` transaction and writes each commit inside its own savepoint
-//! (`crate::sqlite::write`, the same code as a lone commit): a commit that loses its fence
-//! (revision compare-and-set, duplicate receipt, owner) rolls back to its savepoint and is
-//! answered `Conflict` alone while the others stay in the transaction. Nobody is answered
-//! before the transaction's `COMMIT` returns, so an acknowledged commit is durable; if the
-//! `COMMIT` fails, every commit of the batch fails with it and nothing of it is stored.
+//! Group commit: commits of different matches that arrive while a transaction is being
+//! written share the next one, so one `fsync` (SQLite's `synchronous = FULL` commit) covers
+//! many moves instead of one. The writer thread takes every queued job, opens ONE `BEGIN
+//! IMMEDIATE` transaction and writes each commit inside its own savepoint ([`write`]): a
+//! commit that loses its fence (revision compare-and-set, duplicate receipt, owner) rolls
+//! back to its savepoint and is answered `Conflict` alone while the others stay in the
+//! transaction. Nobody is answered before the transaction's `COMMIT` returns, so an
+//! acknowledged commit is durable; if the `COMMIT` fails, every commit of the batch fails
+//! with it and nothing of it is stored. Outbox "dispatched" marks ride in the same
+//! transaction (they need no durability of their own: a lost mark only means the sweeper
+//! sends the rows again, and subscribers drop revisions they already have).
+//!
+//! Why rusqlite on a thread of our own rather than sqlx: sqlx runs every statement on its
+//! connection's worker thread and hands each one over and back (two thread wake-ups per
+//! statement, a dozen statements per move). A profile of the all-in-one under load put those
+//! hand-offs (futex and eventfd wake-ups, context switches) above SQLite's own work. Here a
+//! batch is one hand-off there and one answer back per commit.
+//!
+//! Reads ([`Readers`]) are point lookups by primary key in a WAL database, a few
+//! microseconds with the pages cached: they run on the calling task's thread, on one of a
+//! few read connections, which costs less than waking another thread to do it.
 //!
 //! SQLite has one writer at a time anyway: batching changes nothing about isolation, only how
 //! many commits one durable write carries.
 
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
-use juegoland_core::Commit;
-use sqlx::{Acquire, Connection, SqlitePool};
-use tokio::sync::{mpsc, oneshot};
+use juegoland_core::{Commit, MatchState, Receipt, ReceiptKey, ReceiptOutcome};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::oneshot;
+use uuid::Uuid;
 
-use crate::StoreError;
-use crate::rows::{Dialect, store_error};
+use crate::rows;
+use crate::{StoreError, conflict};
 
 /// The most commits one transaction carries.
 const MAX_BATCH: usize = 256;
 
-struct Job {
-    commit: Commit,
-    reply: oneshot::Sender<Result<(), StoreError>>,
+/// How long a statement waits for SQLite's lock before the store answers `Unavailable`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+type Reply = oneshot::Sender<Result<(), StoreError>>;
+
+enum Job {
+    Commit { commit: Box<Commit>, reply: Reply },
+    Marks { marks: Vec<(Uuid, u64)>, reply: Reply },
 }
 
-/// The handle of a committer task; the task ends when every handle is dropped.
+/// Opens a connection to the (already migrated) database at `path` with the store's
+/// settings: WAL (persistent in the file), `synchronous = FULL`, foreign keys, busy timeout.
+fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+    let err = |e| lite_error("open the sqlite store", e);
+    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// The handle of a writer thread; the thread ends when the handle is dropped or closed.
 #[derive(Debug)]
-pub(crate) struct Committer {
-    jobs: mpsc::UnboundedSender<Job>,
+pub(crate) struct Writer {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
 }
 
-impl Committer {
-    pub(crate) fn spawn(pool: SqlitePool, owner: Option<Arc<str>>) -> Self {
-        let (jobs, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, owner, rx));
-        Self { jobs }
+impl Writer {
+    /// Starts the writer thread of the store at `path` for `owner` (`None`: unowned).
+    pub(crate) fn spawn(path: &Path, owner: Option<Arc<str>>) -> Result<Self, StoreError> {
+        let conn = open(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let (jobs, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || run(conn, owner.as_deref(), &rx))
+            .map_err(|e| StoreError::Unavailable(format!("start the sqlite writer: {e}")))?;
+        Ok(Self { jobs: Mutex::new(Some(jobs)) })
     }
 
     /// Commits `commit` in the next transaction; returns once that transaction committed.
     pub(crate) async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        self.call(|reply| Job::Commit { commit: Box::new(commit.clone()), reply }).await
+    }
+
+    /// Marks the outbox rows of `marks` (match, up to revision) dispatched.
+    pub(crate) async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
+        self.call(|reply| Job::Marks { marks: marks.to_vec(), reply }).await
+    }
+
+    /// Stops the thread once the jobs already queued are written; later calls fail.
+    pub(crate) fn close(&self) {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    async fn call(&self, job: impl FnOnce(Reply) -> Job) -> Result<(), StoreError> {
+        let stopped = || StoreError::Unavailable("the sqlite store is closed".into());
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job { commit: commit.clone(), reply })
-            .map_err(|_| StoreError::Unavailable("the sqlite committer has stopped".into()))?;
-        answer.await.map_err(|_| StoreError::Unavailable("the sqlite committer has stopped".into()))?
+        {
+            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.as_ref().ok_or_else(stopped)?.send(job(reply)).map_err(|_| stopped())?;
+        }
+        answer.await.map_err(|_| stopped())?
     }
 }
 
-async fn run(pool: SqlitePool, owner: Option<Arc<str>>, mut rx: mpsc::UnboundedReceiver<Job>) {
-    let mut jobs = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut jobs, MAX_BATCH).await > 0 {
-        let results = batch(&pool, owner.as_deref(), &jobs).await;
-        for (job, result) in jobs.drain(..).zip(results) {
+fn run(mut conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        let results = batch(&mut conn, owner, &jobs);
+        for (job, result) in jobs.into_iter().zip(results) {
             // A caller that stopped waiting (its actor died) needs no answer.
-            let _ = job.reply.send(result);
+            let (Job::Commit { reply, .. } | Job::Marks { reply, .. }) = job;
+            let _ = reply.send(result);
         }
     }
 }
 
 /// Writes `jobs` in one transaction; one result per job, in order.
-async fn batch(pool: &SqlitePool, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(), StoreError>> {
+fn batch(conn: &mut Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(), StoreError>> {
     let all = |e: StoreError| jobs.iter().map(|_| Err(e.clone())).collect();
-    let mut conn = match pool.acquire().await {
-        Ok(c) => c,
-        Err(e) => return all(store_error(Dialect::Sqlite, "begin a commit", e)),
-    };
-    let mut tx = match conn.begin_with("BEGIN IMMEDIATE").await {
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
-        Err(e) => return all(store_error(Dialect::Sqlite, "begin a commit", e)),
+        Err(e) => return all(lite_error("begin a commit", e)),
     };
     let mut results = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let mut savepoint = match (&mut tx).begin().await {
+        let mut savepoint = match tx.savepoint() {
             Ok(sp) => sp,
-            Err(e) => return all(store_error(Dialect::Sqlite, "open a savepoint", e)),
+            Err(e) => return all(lite_error("open a savepoint", e)),
         };
-        match crate::sqlite::write(&mut savepoint, &job.commit, owner).await {
-            Ok(()) => match savepoint.commit().await {
+        let written = match job {
+            Job::Commit { commit, .. } => write(&savepoint, commit, owner),
+            Job::Marks { marks, .. } => mark(&savepoint, marks),
+        };
+        match written {
+            Ok(()) => match savepoint.commit() {
                 Ok(()) => results.push(Ok(())),
-                Err(e) => return all(store_error(Dialect::Sqlite, "release a savepoint", e)),
+                Err(e) => return all(lite_error("release a savepoint", e)),
             },
             Err(e) => {
-                if let Err(rollback) = savepoint.rollback().await {
-                    return all(store_error(Dialect::Sqlite, "roll back a savepoint", rollback));
+                if let Err(rollback) = savepoint.rollback() {
+                    return all(lite_error("roll back a savepoint", rollback));
                 }
+                drop(savepoint);
                 results.push(Err(e));
             }
         }
     }
-    match tx.commit().await {
+    match tx.commit() {
         Ok(()) => results,
-        Err(e) => all(store_error(Dialect::Sqlite, "commit", e)),
+        Err(e) => all(lite_error("commit", e)),
+    }
+}
+
+fn mark(conn: &Connection, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
+    let err = |e| lite_error("mark outbox rows dispatched", e);
+    let mut update = conn
+        .prepare_cached("UPDATE outbox SET dispatched = 1 WHERE match_id = ?1 AND revision <= ?2 AND dispatched = 0")
+        .map_err(err)?;
+    for (match_id, revision) in marks {
+        update.execute(params![match_id, rows::to_i64(*revision, "revision")?]).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Writes `commit` inside the open transaction of `conn` for the store owned by `owner`
+/// (`None`: unowned, no owner checks); the caller commits or rolls back.
+fn write(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
+    let err = |e| commit_error(commit, e);
+    let match_id = commit.match_id;
+    match (commit.expected_revision, &commit.state) {
+        (None, Some(state)) => {
+            let (revision, epoch) =
+                (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
+            let encoded = rows::encode("match state", &**state)?;
+            let created = conn
+                .prepare_cached(
+                    "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status,
+                                          state, owner, owner_epoch, rules_digest)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (match_id) DO NOTHING",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        match_id,
+                        state.game.id,
+                        state.game.rules_version,
+                        state.game_version,
+                        revision,
+                        epoch,
+                        rows::match_status(state),
+                        encoded,
+                        owner,
+                        i64::from(owner.is_some()),
+                        state.rules_digest,
+                    ])
+                })
+                .map_err(err)?;
+            if created == 0 {
+                return Err(conflict(commit));
+            }
+            let mut insert = conn
+                .prepare_cached(
+                    "INSERT INTO participants (match_id, seat, principal, bot_profile, status)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(err)?;
+            for p in rows::participants(state) {
+                insert.execute(params![match_id, p.seat, p.principal, p.bot_profile, p.status]).map_err(err)?;
+            }
+        }
+        (Some(expected), Some(state)) => {
+            let expected = rows::to_i64(expected, "expected revision")?;
+            let (revision, epoch) =
+                (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
+            let encoded = rows::encode("match state", &**state)?;
+            let updated = conn
+                .prepare_cached(&format!(
+                    "UPDATE matches SET revision = ?3, phase_epoch = ?4, status = ?5, state = ?6, updated_at = {NOW}
+                     WHERE match_id = ?1 AND revision = ?2 AND (?7 IS NULL OR owner = ?7)"
+                ))
+                .and_then(|mut s| {
+                    s.execute(params![match_id, expected, revision, epoch, rows::match_status(state), encoded, owner,])
+                })
+                .map_err(err)?;
+            if updated == 0 {
+                return Err(conflict(commit));
+            }
+            let mut update = conn
+                .prepare_cached(
+                    "UPDATE participants SET status = ?3 WHERE match_id = ?1 AND seat = ?2 AND status <> ?3",
+                )
+                .map_err(err)?;
+            for p in rows::participants(state) {
+                update.execute(params![match_id, p.seat, p.status]).map_err(err)?;
+            }
+        }
+        (Some(expected), None) => {
+            // A final rejection: no new state, but the same fences. `BEGIN IMMEDIATE` already
+            // holds the write lock, so neither the revision nor the owner can move before the
+            // receipt is stored.
+            let expected = rows::to_i64(expected, "expected revision")?;
+            let fenced = conn
+                .prepare_cached(
+                    "SELECT 1 FROM matches WHERE match_id = ?1 AND revision = ?2 AND (?3 IS NULL OR owner = ?3)",
+                )
+                .and_then(|mut s| s.query_row(params![match_id, expected, owner], |_| Ok(())).optional())
+                .map_err(err)?;
+            if fenced.is_none() {
+                return Err(conflict(commit));
+            }
+        }
+        (None, None) => return Err(conflict(commit)),
+    }
+
+    if let Some(r) = &commit.receipt {
+        let revision = match r.outcome {
+            ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
+        };
+        let (outcome, revision) =
+            (rows::encode("receipt outcome", &r.outcome)?, rows::to_i64(revision, "receipt revision")?);
+        let stored = conn
+            .prepare_cached(
+                "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+            )
+            .and_then(|mut s| {
+                s.execute(params![r.key.match_id, r.key.principal, r.key.command_id, r.fingerprint, outcome, revision,])
+            })
+            .map_err(err)?;
+        if stored == 0 {
+            // Another writer stored this receipt: our judgement is stale.
+            return Err(conflict(commit));
+        }
+    }
+
+    if let Some(log) = &commit.log {
+        let (revision, entry) = (rows::to_i64(log.revision, "log revision")?, rows::encode("log entry", log)?);
+        let stored = conn
+            .prepare_cached(
+                "INSERT INTO match_log (match_id, revision, instant_ms, entry) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT DO NOTHING",
+            )
+            .and_then(|mut s| s.execute(params![match_id, revision, log.instant_ms, entry]))
+            .map_err(err)?;
+        if stored == 0 {
+            return Err(conflict(commit));
+        }
+    }
+
+    if let Some(state) = &commit.state {
+        let pending: Vec<(String, i64)> = if commit.expected_revision.is_none() {
+            Vec::new()
+        } else {
+            let mut select = conn
+                .prepare_cached(
+                    "SELECT deadline_id, generation FROM deadlines WHERE match_id = ?1 AND state = 'pending'",
+                )
+                .map_err(err)?;
+            select
+                .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .and_then(Iterator::collect)
+                .map_err(err)?
+        };
+        let plan = rows::plan_deadlines(rows::fired_generation(commit)?, &state.deadlines, pending)?;
+        if !plan.close.is_empty() {
+            let mut close = conn
+                .prepare_cached(&format!(
+                    "UPDATE deadlines SET state = ?4, updated_at = {NOW}
+                     WHERE match_id = ?1 AND deadline_id = ?2 AND generation = ?3"
+                ))
+                .map_err(err)?;
+            for (id, generation, new_state) in &plan.close {
+                close.execute(params![match_id, id, generation, new_state]).map_err(err)?;
+            }
+        }
+        if !plan.add.is_empty() {
+            let mut add = conn
+                .prepare_cached(
+                    "INSERT INTO deadlines (match_id, deadline_id, generation, due_ms, payload, state)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 'pending')",
+                )
+                .map_err(err)?;
+            for (id, generation, due_ms, payload) in &plan.add {
+                add.execute(params![match_id, id, generation, due_ms, rows::encode("deadline payload", payload)?])
+                    .map_err(err)?;
+            }
+        }
+    }
+
+    if !commit.publications.is_empty() {
+        let mut insert = conn
+            .prepare_cached(
+                "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(err)?;
+        for (ordinal, p) in commit.publications.iter().enumerate() {
+            insert
+                .execute(params![
+                    match_id,
+                    rows::to_i64(p.revision, "publication revision")?,
+                    rows::recipient_column(p),
+                    rows::to_i64(ordinal as u64, "publication ordinal")?,
+                    &*p.encoded,
+                    p.trace_context.as_deref(),
+                ])
+                .map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+/// A few read connections, used on the caller's thread (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Readers {
+    connections: Vec<Mutex<Option<Connection>>>,
+}
+
+impl Readers {
+    /// As many read connections as threads may read at once (Tokio's workers).
+    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
+        let connections = (0..n)
+            .map(|_| open(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map(|c| Mutex::new(Some(c))))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { connections })
+    }
+
+    /// Closes every read connection; later reads fail with `Unavailable`.
+    pub(crate) fn close(&self) {
+        for slot in &self.connections {
+            slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        }
+    }
+
+    /// Runs `read` on a free connection (or waits for the first one).
+    fn with<T>(&self, action: &str, read: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let guard = self
+            .connections
+            .iter()
+            .find_map(|slot| slot.try_lock().ok())
+            .unwrap_or_else(|| self.connections[0].lock().unwrap_or_else(|p| p.into_inner()));
+        let conn = guard.as_ref().ok_or_else(|| StoreError::Unavailable(format!("{action}: the store is closed")))?;
+        read(conn).map_err(|e| lite_error(action, e))
+    }
+
+    pub(crate) fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
+        let text: Option<String> = self.with("load match", |c| {
+            c.prepare_cached("SELECT state FROM matches WHERE match_id = ?1")?
+                .query_row(params![match_id], |row| row.get(0))
+                .optional()
+        })?;
+        text.map(|text| rows::decode("match state", match_id, &text)).transpose()
+    }
+
+    pub(crate) fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        let found: Option<(String, String)> = self.with("load receipt", |c| {
+            c.prepare_cached(
+                "SELECT fingerprint, outcome FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
+            )?
+            .query_row(params![key.match_id, key.principal, key.command_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()
+        })?;
+        found
+            .map(|(fingerprint, outcome)| {
+                Ok(Receipt {
+                    key: key.clone(),
+                    fingerprint,
+                    outcome: rows::decode("receipt outcome", key.match_id, &outcome)?,
+                })
+            })
+            .transpose()
+    }
+}
+
+/// Whether SQLite's answer is transient: BUSY, LOCKED, IOERR, FULL, CANTOPEN (the same
+/// primary codes as `rows::transient` for sqlx).
+fn lite_error(action: &str, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode as C;
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                C::DatabaseBusy | C::DatabaseLocked | C::SystemIoFailure | C::DiskFull | C::CannotOpen
+            ) =>
+        {
+            StoreError::Unavailable(format!("{action}: {e}"))
+        }
+        _ => StoreError::Corrupt(format!("{action}: {e}")),
+    }
+}
+
+/// A unique violation inside a commit means another writer stored the same match, receipt,
+/// log entry or outbox row first.
+fn commit_error(commit: &Commit, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ffi::{SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE};
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.extended_code, SQLITE_CONSTRAINT_PRIMARYKEY | SQLITE_CONSTRAINT_UNIQUE) =>
+        {
+            conflict(commit)
+        }
+        _ => lite_error("commit", e),
     }
 }
