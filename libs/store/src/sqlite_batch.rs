@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use juegoland_core::{Commit, MatchState, Receipt, ReceiptKey, ReceiptOutcome};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
@@ -61,6 +61,8 @@ fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
     conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
     conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", true).map_err(err)?;
+    // Statement journals stay in memory rather than in temporary files.
+    conn.pragma_update(None, "temp_store", "MEMORY").map_err(err)?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
 }
@@ -109,7 +111,7 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
+fn run(conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
     while let Ok(first) = rx.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
@@ -118,7 +120,7 @@ fn run(mut conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let results = batch(&mut conn, owner, &jobs);
+        let results = batch(&conn, owner, &jobs);
         for (job, result) in jobs.into_iter().zip(results) {
             // A caller that stopped waiting (its actor died) needs no answer.
             let (Job::Commit { reply, .. } | Job::Marks { reply, .. }) = job;
@@ -128,40 +130,73 @@ fn run(mut conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
 }
 
 /// Writes `jobs` in one transaction; one result per job, in order.
-fn batch(conn: &mut Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(), StoreError>> {
-    let all = |e: StoreError| jobs.iter().map(|_| Err(e.clone())).collect();
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(e) => return all(lite_error("begin a commit", e)),
-    };
-    let mut results = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let mut savepoint = match tx.savepoint() {
-            Ok(sp) => sp,
-            Err(e) => return all(lite_error("open a savepoint", e)),
+///
+/// No savepoint per commit (each would copy every page it touches to a sub-journal): a
+/// commit's fence is its first statement, and a commit that fails there has written
+/// nothing, so it is answered alone and the others go on. A commit that fails after writing
+/// (a receipt or log entry already stored: a stale judgement) rolls the transaction back; it
+/// is answered alone and the rest are written again in a new transaction.
+fn batch(conn: &Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(), StoreError>> {
+    let mut results: Vec<Option<Result<(), StoreError>>> = jobs.iter().map(|_| None).collect();
+    'attempt: loop {
+        let unanswered = |results: &mut [Option<Result<(), StoreError>>], e: &StoreError| {
+            results.iter_mut().filter(|r| r.is_none()).for_each(|r| *r = Some(Err(e.clone())));
         };
-        let written = match job {
-            Job::Commit { commit, .. } => write(&savepoint, commit, owner),
-            Job::Marks { marks, .. } => mark(&savepoint, marks),
-        };
-        match written {
-            Ok(()) => match savepoint.commit() {
-                Ok(()) => results.push(Ok(())),
-                Err(e) => return all(lite_error("release a savepoint", e)),
-            },
-            Err(e) => {
-                if let Err(rollback) = savepoint.rollback() {
-                    return all(lite_error("roll back a savepoint", rollback));
+        if let Err(e) = run_statement(conn, "BEGIN IMMEDIATE") {
+            unanswered(&mut results, &lite_error("begin a commit", e));
+            break;
+        }
+        let mut written = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            let outcome = match job {
+                Job::Commit { commit, .. } => fence(conn, commit, owner)
+                    .map_err(|e| (e, false))
+                    .and_then(|()| rest(conn, commit).map_err(|e| (e, true))),
+                Job::Marks { marks, .. } => mark(conn, marks).map_err(|e| (e, true)),
+            };
+            match outcome {
+                Ok(()) => written.push(i),
+                Err((e, _)) if conn.is_autocommit() => {
+                    // SQLite rolled the whole transaction back (an I/O error, a full disk):
+                    // nothing of it is stored.
+                    unanswered(&mut results, &e);
+                    break 'attempt;
                 }
-                drop(savepoint);
-                results.push(Err(e));
+                Err((e, false)) => results[i] = Some(Err(e)),
+                Err((e, true)) => {
+                    if let Err(rollback) = run_statement(conn, "ROLLBACK") {
+                        results[i] = Some(Err(e));
+                        unanswered(&mut results, &lite_error("roll back a commit", rollback));
+                        break 'attempt;
+                    }
+                    let transient = matches!(e, StoreError::Unavailable(_));
+                    results[i] = Some(Err(e.clone()));
+                    if transient {
+                        unanswered(&mut results, &e);
+                        break 'attempt;
+                    }
+                    continue 'attempt;
+                }
             }
         }
+        match run_statement(conn, "COMMIT") {
+            Ok(()) => written.into_iter().for_each(|i| results[i] = Some(Ok(()))),
+            Err(e) => {
+                let _ = run_statement(conn, "ROLLBACK");
+                unanswered(&mut results, &lite_error("commit", e));
+            }
+        }
+        break;
     }
-    match tx.commit() {
-        Ok(()) => results,
-        Err(e) => all(lite_error("commit", e)),
-    }
+    results.into_iter().map(|r| r.expect("every job answered")).collect()
+}
+
+/// Runs a statement without parameters or rows, prepared once per connection.
+fn run_statement(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 fn mark(conn: &Connection, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -175,9 +210,10 @@ fn mark(conn: &Connection, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes `commit` inside the open transaction of `conn` for the store owned by `owner`
-/// (`None`: unowned, no owner checks); the caller commits or rolls back.
-fn write(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
+/// Writes the first row of `commit` inside the open transaction of `conn` for the store owned
+/// by `owner` (`None`: unowned, no owner checks), checking its fences: the revision
+/// compare-and-set, the owner, a creation's fresh id. On an error nothing was written.
+fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
     let err = |e| commit_error(commit, e);
     let match_id = commit.match_id;
     match (commit.expected_revision, &commit.state) {
@@ -263,7 +299,13 @@ fn write(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
         }
         (None, None) => return Err(conflict(commit)),
     }
+    Ok(())
+}
 
+/// Writes the rest of `commit` once [`fence`] passed; the caller commits or rolls back.
+fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
+    let err = |e| commit_error(commit, e);
+    let match_id = commit.match_id;
     if let Some(r) = &commit.receipt {
         let revision = match r.outcome {
             ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,

@@ -46,6 +46,7 @@ macro_rules! store_suite {
             failed_commit_leaves_nothing,
             concurrent_commits_one_wins,
             a_fenced_commit_does_not_fail_the_others,
+            a_receipt_collision_does_not_fail_the_others,
             log_in_revision_order,
             outbox_until_dispatched,
             outbox_rows_keep_their_trace_context,
@@ -338,6 +339,43 @@ pub async fn a_fenced_commit_does_not_fail_the_others<B: Backend>(b: &mut B) {
         }
     }
     assert_eq!(store.load(match_id(100)).await.unwrap().unwrap().revision, 2, "the winner's revision stands");
+}
+
+/// Commits of many matches at once, one of which fails only after its revision fence passed
+/// (its receipt key is taken): it is undone alone; every other match commits.
+pub async fn a_receipt_collision_does_not_fail_the_others<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (mut late_game, _) = played(&*store, match_id(140), 0).await;
+    let bob_cmd = late_game.fresh_command_id();
+    let rejected = late_game.decide("bob", bob_cmd, 0, 1);
+    commit_ok(&*store, &rejected.commit).await;
+    commit_ok(&*store, &late_game.drop_disc(0)).await;
+    let before = (store.load(match_id(140)).await.unwrap(), store.log(match_id(140)).await.unwrap());
+    let mut games = Vec::new();
+    for n in 1..24 {
+        games.push(played(&*store, match_id(140 + n), 1).await.0);
+    }
+    let mut commits = vec![late_game.decide("bob", bob_cmd, 1, 1).commit];
+    commits.extend(games.iter_mut().map(|g| g.drop_disc(4)));
+    let tasks: Vec<_> = commits
+        .into_iter()
+        .map(|c| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { (c.match_id, store.commit(&c).await) })
+        })
+        .collect();
+    for t in tasks {
+        let (id, result) = t.await.expect("commit task");
+        if id == match_id(140) {
+            assert_conflict(result, id);
+        } else {
+            result.unwrap_or_else(|e| panic!("{id} failed with the colliding one: {e}"));
+            assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
+            assert_eq!(store.log(id).await.unwrap().len(), 3);
+        }
+    }
+    let after = (store.load(match_id(140)).await.unwrap(), store.log(match_id(140)).await.unwrap());
+    assert_eq!(after, before, "the colliding commit left something behind");
 }
 
 pub async fn log_in_revision_order<B: Backend>(b: &mut B) {
