@@ -67,12 +67,15 @@ impl LocalBus {
         Self { capacity, channels: Mutex::new(BTreeMap::new()) }
     }
 
-    fn sender(&self, match_id: Uuid) -> broadcast::Sender<Arc<Publication>> {
+    /// A new receiver of `match_id`'s channel. It subscribes under the lock: a receiver taken
+    /// after it is released could find its channel dropped meanwhile (as nobody's, by another
+    /// subscribe's clean-up), and see its stream end at once.
+    fn receiver(&self, match_id: Uuid) -> broadcast::Receiver<Arc<Publication>> {
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         // Drop channels nobody listens to any more, so watched-then-forgotten matches do
         // not accumulate.
         channels.retain(|id, tx| *id == match_id || tx.receiver_count() > 0);
-        channels.entry(match_id).or_insert_with(|| broadcast::channel(self.capacity).0).clone()
+        channels.entry(match_id).or_insert_with(|| broadcast::channel(self.capacity).0).subscribe()
     }
 }
 
@@ -97,7 +100,7 @@ impl Bus for LocalBus {
     }
 
     async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError> {
-        let rx = self.sender(match_id).subscribe();
+        let rx = self.receiver(match_id);
         Ok(BroadcastStream::new(rx)
             .map(|item| match item {
                 Ok(p) => BusItem::Publication(p),

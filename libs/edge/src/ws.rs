@@ -616,7 +616,13 @@ async fn subscribe(gateway: Gateway, principal: String, req: SyncRequest, subscr
             live.out.send(&ErrorMessage { request_id: Some(req.request_id.clone()), ..e }.into()).await;
             return;
         }
-        None => return,
+        None => {
+            // The bus ended the stream (it is shutting down): the client hears why and may
+            // sync again, rather than wait for an answer that never comes.
+            live.gateway.metrics.errors.with_label_values(&[ErrorCode::Unavailable.as_str()]).inc();
+            live.out.send(&error(ErrorCode::Unavailable).into()).await;
+            return;
+        }
     };
     let compatible = req.accept.iter().any(|t| {
         t.id == reply.game.id

@@ -15,6 +15,36 @@ mod support;
 
 mod local {
     crate::bus_suite!(crate::backends::LocalBackend);
+
+    use std::sync::Arc;
+
+    use juegoland_bus::{Bus, BusItem, LocalBus};
+
+    use crate::support::{next, random_match, revision};
+
+    /// Subscriptions of many matches opened at once on several threads each keep their
+    /// channel: none ends at once, none misses a publication. (A subscribe's clean-up of
+    /// unwatched channels once dropped another's between its creation and its receiver.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_subscriptions_each_keep_their_channel() {
+        let bus = Arc::new(LocalBus::default());
+        for _ in 0..50 {
+            let opening: Vec<_> = (0..200)
+                .map(|_| {
+                    let bus = Arc::clone(&bus);
+                    tokio::spawn(async move {
+                        let m = random_match();
+                        (m, bus.subscribe(m).await.expect("subscribe"))
+                    })
+                })
+                .collect();
+            for task in opening {
+                let (m, mut sub) = task.await.expect("subscribe task");
+                bus.publish(&revision(m, 1, &[Some("p0")])).await.expect("publish");
+                assert!(matches!(next(&mut sub).await, BusItem::Publication(p) if p.match_id == m));
+            }
+        }
+    }
 }
 
 mod redis {
