@@ -39,8 +39,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// This handle's owner identity; `None` is unowned mode (no owner checks).
     owner: Option<Arc<str>>,
-    /// The writer thread of this handle's owner (`sqlite_batch`), started on first write.
-    writer: Arc<std::sync::OnceLock<Result<Writer, StoreError>>>,
+    /// The writer thread of this handle's owner (`sqlite_batch`), started on first write (a
+    /// failed start is tried again by the next write).
+    writer: Arc<tokio::sync::OnceCell<Writer>>,
     /// The read connections of the hot reads (`sqlite_batch`), shared by every clone.
     readers: Arc<Readers>,
 }
@@ -93,7 +94,7 @@ impl SqliteStore {
     /// Closes every connection (checkpointing the WAL); later calls fail with
     /// [`StoreError::Unavailable`].
     pub async fn close(&self) {
-        if let Some(Ok(writer)) = self.writer.get() {
+        if let Some(writer) = self.writer.get() {
             writer.close();
         }
         self.readers.close();
@@ -101,18 +102,19 @@ impl SqliteStore {
     }
 
     /// This handle's writer thread, started on first use.
-    fn writer(&self) -> Result<&Writer, StoreError> {
-        self.writer.get_or_init(|| Writer::spawn(&self.path, self.owner.clone())).as_ref().map_err(Clone::clone)
+    async fn writer(&self) -> Result<&Writer, StoreError> {
+        self.writer.get_or_try_init(|| async { Writer::spawn(&self.path, self.owner.clone()) }).await
     }
 }
 
-const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+/// SQLite's clock as ISO 8601 text in UTC, the form of every timestamp column.
+pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         // Commits of different matches share transactions (group commit, `sqlite_batch`).
-        self.writer()?.commit(commit).await
+        self.writer().await?.commit(commit).await
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
@@ -155,7 +157,7 @@ impl Store for SqliteStore {
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
         // The marks ride in the writer's next transaction.
-        self.writer()?.mark_dispatched(marks).await
+        self.writer().await?.mark_dispatched(marks).await
     }
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {

@@ -36,6 +36,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::rows;
+use crate::sqlite::NOW;
 use crate::{StoreError, conflict};
 
 /// The most commits one transaction carries.
@@ -43,8 +44,6 @@ const MAX_BATCH: usize = 256;
 
 /// How long a statement waits for SQLite's lock before the store answers `Unavailable`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 type Reply = oneshot::Sender<Result<(), StoreError>>;
 

@@ -307,6 +307,29 @@ pub async fn concurrent_commits_one_wins<B: Backend>(b: &mut B) {
     assert_eq!(store.log(id).await.unwrap().len(), 3);
 }
 
+/// Commits `commits` (of different matches) at once, so a grouping store shares transactions
+/// among them: the commit of `loser` must conflict, and every other match must reach revision
+/// 2 with three log entries.
+async fn commit_at_once_one_conflicts(store: &Arc<dyn Store>, commits: Vec<Commit>, loser: Uuid) {
+    let tasks: Vec<_> = commits
+        .into_iter()
+        .map(|c| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move { (c.match_id, store.commit(&c).await) })
+        })
+        .collect();
+    for t in tasks {
+        let (id, result) = t.await.expect("commit task");
+        if id == loser {
+            assert_conflict(result, id);
+        } else {
+            result.unwrap_or_else(|e| panic!("{id} failed with {loser}'s: {e}"));
+            assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
+            assert_eq!(store.log(id).await.unwrap().len(), 3);
+        }
+    }
+}
+
 /// Commits of many matches at once (PostgreSQL groups them into shared transactions): a
 /// stale one among them is fenced alone; every other match commits.
 pub async fn a_fenced_commit_does_not_fail_the_others<B: Backend>(b: &mut B) {
@@ -321,23 +344,7 @@ pub async fn a_fenced_commit_does_not_fail_the_others<B: Backend>(b: &mut B) {
     commit_ok(&*store, &winner).await;
     let mut commits = vec![stale];
     commits.extend(games[1..].iter_mut().map(|g| g.drop_disc(4)));
-    let tasks: Vec<_> = commits
-        .into_iter()
-        .map(|c| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move { (c.match_id, store.commit(&c).await) })
-        })
-        .collect();
-    for t in tasks {
-        let (id, result) = t.await.expect("commit task");
-        if id == match_id(100) {
-            assert_conflict(result, id);
-        } else {
-            result.unwrap_or_else(|e| panic!("{id} failed with the stale one: {e}"));
-            assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
-            assert_eq!(store.log(id).await.unwrap().len(), 3);
-        }
-    }
+    commit_at_once_one_conflicts(&store, commits, match_id(100)).await;
     assert_eq!(store.load(match_id(100)).await.unwrap().unwrap().revision, 2, "the winner's revision stands");
 }
 
@@ -357,23 +364,7 @@ pub async fn a_receipt_collision_does_not_fail_the_others<B: Backend>(b: &mut B)
     }
     let mut commits = vec![late_game.decide("bob", bob_cmd, 1, 1).commit];
     commits.extend(games.iter_mut().map(|g| g.drop_disc(4)));
-    let tasks: Vec<_> = commits
-        .into_iter()
-        .map(|c| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move { (c.match_id, store.commit(&c).await) })
-        })
-        .collect();
-    for t in tasks {
-        let (id, result) = t.await.expect("commit task");
-        if id == match_id(140) {
-            assert_conflict(result, id);
-        } else {
-            result.unwrap_or_else(|e| panic!("{id} failed with the colliding one: {e}"));
-            assert_eq!(store.load(id).await.unwrap().unwrap().revision, 2);
-            assert_eq!(store.log(id).await.unwrap().len(), 3);
-        }
-    }
+    commit_at_once_one_conflicts(&store, commits, match_id(140)).await;
     let after = (store.load(match_id(140)).await.unwrap(), store.log(match_id(140)).await.unwrap());
     assert_eq!(after, before, "the colliding commit left something behind");
 }
@@ -891,22 +882,9 @@ pub async fn an_ownership_fenced_commit_does_not_fail_the_others<B: Backend>(b: 
     assert_eq!(bn.claim(match_id(200)).await.unwrap(), Some(2));
     let commits: Vec<_> = games.iter_mut().map(|g| g.drop_disc(4)).collect();
     let fenced_key = commits[0].receipt.as_ref().unwrap().key.clone();
-    let tasks: Vec<_> = commits
-        .into_iter()
-        .map(|c| {
-            let a = Arc::clone(&a);
-            tokio::spawn(async move { (c.match_id, a.commit(&c).await) })
-        })
-        .collect();
-    for t in tasks {
-        let (id, result) = t.await.expect("commit task");
-        if id == match_id(200) {
-            assert_conflict(result, id);
-        } else {
-            result.unwrap_or_else(|e| panic!("{id} failed with the fenced one: {e}"));
-            assert_eq!(a.load(id).await.unwrap().unwrap().revision, 2);
-            assert_eq!(owned_as(&*a, id).await, by("node-a", 1));
-        }
+    commit_at_once_one_conflicts(&a, commits, match_id(200)).await;
+    for n in 1..24 {
+        assert_eq!(owned_as(&*a, match_id(200 + n)).await, by("node-a", 1));
     }
     assert_eq!(a.load(match_id(200)).await.unwrap().unwrap().revision, 1, "the fenced commit wrote nothing");
     assert_eq!(a.receipt(&fenced_key).await.unwrap(), None);
