@@ -2,12 +2,15 @@
 # Ours and theirs in one run, on this machine, and the comparison table written into
 # docs/benchmarks.md (between the `loadtest:comparison` markers) with the date and versions.
 #
-#   loadtest/compare.sh [--matches N] [--seconds S] [--ramp-seconds R] [--only aio,cluster,boardgameio,colyseus]
+#   loadtest/compare.sh [--matches N] [--seconds S] [--ramp-seconds R]
+#                       [--only aio,aio-memory,cluster,boardgameio,colyseus]
 #
 # The same workload everywhere: N concurrent Conecta 4 matches, two connections per match
 # (one per player), a random legal move as soon as a player may move, a finished match
 # replaced by a new one; S measured seconds after R seconds of ramp-up.
 #   aio         `juegoland dev` (all-in-one, embedded SQLite store, every move durable)
+#   aio-memory  `juegoland dev --in-memory`: the same process with nothing durable, the
+#               floor of our per-move cost without storage (for the analysis, not a target)
 #   cluster     `juegoland cluster` (2 nodes, router, gateway, scheduler) on PostgreSQL and
 #               Redis (127.0.0.1:5432 database test, 127.0.0.1:6379), every move durable
 #   boardgameio, colyseus   loadtest/peers/ (in memory), driven by loadtest/peers/driver.mjs
@@ -15,14 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-matches=200 seconds=30 ramp=10 only=aio,cluster,boardgameio,colyseus
+matches=200 seconds=30 ramp=10 only=aio,aio-memory,cluster,boardgameio,colyseus
 while [ $# -gt 0 ]; do
   case "$1" in
     --matches) matches=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --ramp-seconds) ramp=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) sed -n '2,15p' "$0" >&2; exit 64 ;;
+    *) sed -n '2,18p' "$0" >&2; exit 64 ;;
   esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
@@ -58,6 +61,19 @@ if wants aio; then
   kill -TERM "$pid"; wait "$pid" || true
   rm -rf "$data"
   summaries+=("$out/aio.json")
+fi
+
+if wants aio-memory; then
+  echo "==> all-in-one, in memory (not durable)"
+  "$bin/juegoland" dev --in-memory --http 127.0.0.1:18080 --jwt-secret "$secret" >"$out/aio-memory.log" 2>&1 &
+  pid=$!
+  wait_ready http://127.0.0.1:18080
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18080 --jwt-secret "$secret" \
+    --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" --watch "engine=pid:$pid" \
+    --label "juegoland all-in-one in memory (NOT durable: the floor without storage)" \
+    --out "$out/aio-memory.json" >/dev/null
+  kill -TERM "$pid"; wait "$pid" || true
+  summaries+=("$out/aio-memory.json")
 fi
 
 if wants cluster; then
