@@ -14,8 +14,13 @@ use crate::backends::PgBackend;
 use crate::game::Game;
 use crate::suite::Backend;
 
-/// The group committer's task count (`pg_batch::COMMITTERS`).
+/// At least the group committer's task count (`pg_batch::COMMITTERS`).
 const COMMITTERS: usize = 3;
+
+/// The commits under test: with the blockers, fewer than `pg_batch::OVERLAP_AT` (16), so a
+/// committer that holds some of them while another transaction is stalled waits for it
+/// rather than starting a transaction without the rest.
+const TESTED: usize = 10;
 
 fn match_id(n: u128) -> Uuid {
     Uuid::from_u128(0x6c0_0000_0000 + n)
@@ -29,7 +34,7 @@ async fn a_batch_with_a_commit_fenced_by_ownership_commits_the_others() {
     let backend = PgBackend::start("batch_ownership_fence").await;
     let (a, b) = (Arc::new(backend.owned_pg("node-a")), backend.owned_pg("node-b"));
     let mut games = Vec::new();
-    for n in 0..(COMMITTERS + 24) {
+    for n in 0..(COMMITTERS + TESTED) {
         let (game, create) = Game::create(match_id(n as u128));
         a.commit(&create).await.expect("create a match");
         games.push(game);
@@ -94,5 +99,60 @@ async fn a_batch_with_a_commit_fenced_by_ownership_commits_the_others() {
     assert_eq!(transactions, 1, "the commits queued behind the stall were not written as one batch");
     let _ = holder.close().await;
     drop((a, b));
+    backend.finish().await;
+}
+
+/// While a transaction is in flight, a few commits that trickle in wait for it and then share
+/// one transaction, instead of the idle committer writing each alone (on a node short of CPU,
+/// fewer and larger transactions cost PostgreSQL less per commit).
+#[tokio::test]
+async fn small_batches_wait_for_the_transaction_in_flight() {
+    let backend = PgBackend::start("batch_waits_for_in_flight").await;
+    let a = Arc::new(backend.owned_pg("node-a"));
+    let mut games = Vec::new();
+    for n in 0..4u128 {
+        let (game, create) = Game::create(match_id(0x100 + n));
+        a.commit(&create).await.expect("create a match");
+        games.push(game);
+    }
+    let (blocker, trickle) = games.split_at_mut(1);
+
+    // One transaction in flight, stalled on a row lock.
+    let mut holder = PgConnection::connect_with(&backend.options()).await.expect("connect");
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT 1 FROM matches WHERE match_id = $1 FOR UPDATE")
+        .bind(blocker[0].match_id())
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let stalled = {
+        let (a, commit) = (Arc::clone(&a), blocker[0].drop_disc(0));
+        tokio::spawn(async move { a.commit(&commit).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // Commits of other matches, each with time to be written alone if nothing held it back.
+    let mut tasks = Vec::new();
+    for game in trickle.iter_mut() {
+        let (a, commit) = (Arc::clone(&a), game.drop_disc(1));
+        tasks.push(tokio::spawn(async move { a.commit(&commit).await }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(tasks.iter().all(|t| !t.is_finished()), "a small batch did not wait for the transaction in flight");
+    sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+    stalled.await.expect("blocker task").expect("the stalled commit commits once released");
+    for t in tasks {
+        t.await.expect("commit task").expect("a waiting commit commits");
+    }
+    let ids: Vec<Uuid> = trickle.iter().map(Game::match_id).collect();
+    let (transactions,): (i64,) =
+        sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM matches WHERE match_id = ANY($1)")
+            .bind(&ids)
+            .fetch_one(&mut holder)
+            .await
+            .unwrap();
+    assert_eq!(transactions, 1, "the commits that waited were not written as one batch");
+    let _ = holder.close().await;
+    drop(a);
     backend.finish().await;
 }
