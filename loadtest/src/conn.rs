@@ -1,13 +1,21 @@
-//! One player's WebSocket connection speaking the JSON protocol: typed messages out
-//! (`juegoland_protocol::encode_client`), strictly decoded messages in.
+//! One player's connection: a WebSocket speaking the JSON protocol (typed messages out with
+//! `juegoland_protocol::encode_client`, strictly decoded messages in), or gRPC straight to a
+//! router, as a platform back end playing for its users would: commands with `SubmitCommand`,
+//! syncs with `Sync`, and the views of later revisions by polling `Revision` and reading a
+//! `Sync` when it moved (the router API has no push). Both look the same to the players.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use juegoland_protocol::{ClientMessage, ServerMessage, decode_server, encode_client};
+use juegoland_rpc::pb::router_client::RouterClient;
+use juegoland_rpc::pb::{self, sync_reply};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tonic::transport::Channel;
+use uuid::Uuid;
 
 /// Why the connection failed; the harness counts these by [`ConnError::key`].
 #[derive(Debug)]
@@ -16,6 +24,8 @@ pub enum ConnError {
     Closed,
     Timeout,
     Decode(String),
+    /// A gRPC call failed (the status is in the text).
+    Rpc(String),
 }
 
 impl ConnError {
@@ -25,6 +35,7 @@ impl ConnError {
             ConnError::Closed => "ws closed",
             ConnError::Timeout => "ws timeout",
             ConnError::Decode(_) => "ws undecodable message",
+            ConnError::Rpc(_) => "grpc call failed",
         }
     }
 }
@@ -36,12 +47,14 @@ impl std::fmt::Display for ConnError {
             ConnError::Closed => write!(f, "the server closed the connection"),
             ConnError::Timeout => write!(f, "no message in time"),
             ConnError::Decode(e) => write!(f, "undecodable server message: {e}"),
+            ConnError::Rpc(e) => write!(f, "gRPC call failed: {e}"),
         }
     }
 }
 
-pub struct Conn {
-    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+pub enum Conn {
+    Ws(Box<WebSocketStream<MaybeTlsStream<TcpStream>>>),
+    Grpc(Box<GrpcConn>),
 }
 
 impl Conn {
@@ -57,18 +70,38 @@ impl Conn {
             // Small frames both ways: Nagle would add up to 40 ms to every move.
             let _ = s.set_nodelay(true);
         }
-        Ok(Conn { ws })
+        Ok(Conn::Ws(Box::new(ws)))
+    }
+
+    /// Plays as `principal` through the router behind `channel`, polling every `poll` for
+    /// newer revisions.
+    pub fn grpc(channel: Channel, principal: String, poll: Duration) -> Conn {
+        Conn::Grpc(Box::new(GrpcConn {
+            client: RouterClient::new(channel),
+            principal,
+            match_id: None,
+            seen: 0,
+            inbox: VecDeque::new(),
+            poll,
+        }))
     }
 
     pub async fn send(&mut self, msg: &ClientMessage) -> Result<(), ConnError> {
-        self.ws.send(Message::text(encode_client(msg))).await.map_err(|_| ConnError::Closed)
+        match self {
+            Conn::Ws(ws) => ws.send(Message::text(encode_client(msg))).await.map_err(|_| ConnError::Closed),
+            Conn::Grpc(g) => g.send(msg).await,
+        }
     }
 
     /// The next protocol message, waiting at most `timeout`.
     pub async fn recv(&mut self, timeout: Duration) -> Result<ServerMessage, ConnError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let ws = match self {
+            Conn::Ws(ws) => ws,
+            Conn::Grpc(g) => return g.recv(deadline).await,
+        };
         loop {
-            let next = tokio::time::timeout_at(deadline, self.ws.next()).await.map_err(|_| ConnError::Timeout)?;
+            let next = tokio::time::timeout_at(deadline, ws.next()).await.map_err(|_| ConnError::Timeout)?;
             match next {
                 Some(Ok(Message::Text(text))) => {
                     return decode_server(text.as_bytes()).map_err(|e| ConnError::Decode(e.to_string()));
@@ -77,6 +110,99 @@ impl Conn {
                 Some(Ok(Message::Binary(_))) => return Err(ConnError::Decode("a binary frame".into())),
                 Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Err(ConnError::Closed),
             }
+        }
+    }
+}
+
+/// A player on the router's gRPC API: what a call answers waits in `inbox` for `recv`.
+pub struct GrpcConn {
+    client: RouterClient<Channel>,
+    principal: String,
+    /// The match of the last sync: the one whose revisions are polled.
+    match_id: Option<Uuid>,
+    /// The newest revision read.
+    seen: u64,
+    inbox: VecDeque<ServerMessage>,
+    poll: Duration,
+}
+
+fn rpc_error(status: tonic::Status) -> ConnError {
+    ConnError::Rpc(format!("{:?}: {}", status.code(), status.message()))
+}
+
+fn decode(json: &str) -> Result<ServerMessage, ConnError> {
+    juegoland_rpc::server_message(json).map_err(|e| ConnError::Decode(e.to_string()))
+}
+
+impl GrpcConn {
+    async fn send(&mut self, msg: &ClientMessage) -> Result<(), ConnError> {
+        match msg {
+            ClientMessage::Sync(req) => {
+                self.match_id = Some(req.match_id);
+                self.sync(Some(req.request_id.clone())).await
+            }
+            ClientMessage::Command(envelope) => {
+                let request = pb::SubmitCommandRequest {
+                    principal: self.principal.clone(),
+                    envelope_json: juegoland_rpc::envelope_to_json(envelope),
+                };
+                let reply = self.client.submit_command(request).await.map_err(rpc_error)?.into_inner();
+                self.inbox.push_back(decode(&reply.message_json)?);
+                Ok(())
+            }
+            other => Err(ConnError::Decode(format!("{} is not played over gRPC", other.message_type()))),
+        }
+    }
+
+    /// Reads the match's snapshot for this principal into the inbox: the answer to the sync
+    /// `request_id`, or (`None`) the view of a newer revision.
+    async fn sync(&mut self, request_id: Option<String>) -> Result<(), ConnError> {
+        let match_id = self.match_id.ok_or(ConnError::Closed)?;
+        let request = pb::SyncRequest { match_id: match_id.to_string(), principal: self.principal.clone() };
+        let reply = self.client.sync(request).await.map_err(rpc_error)?.into_inner();
+        let message = match reply.outcome {
+            Some(sync_reply::Outcome::Snapshot(s)) => match decode(&s.snapshot_json)? {
+                ServerMessage::Snapshot(mut snapshot) => {
+                    self.seen = self.seen.max(snapshot.revision);
+                    snapshot.request_id = request_id;
+                    ServerMessage::Snapshot(snapshot)
+                }
+                other => return Err(ConnError::Decode(format!("a sync answered {}", other.message_type()))),
+            },
+            Some(sync_reply::Outcome::ErrorJson(json)) => match decode(&json)? {
+                ServerMessage::Error(mut e) => {
+                    e.request_id = request_id;
+                    ServerMessage::Error(e)
+                }
+                other => return Err(ConnError::Decode(format!("a sync error was {}", other.message_type()))),
+            },
+            None => return Err(ConnError::Decode("an empty sync reply".into())),
+        };
+        self.inbox.push_back(message);
+        Ok(())
+    }
+
+    async fn recv(&mut self, deadline: tokio::time::Instant) -> Result<ServerMessage, ConnError> {
+        loop {
+            if let Some(message) = self.inbox.pop_front() {
+                return Ok(message);
+            }
+            let match_id = self.match_id.ok_or(ConnError::Closed)?.to_string();
+            let call = self.client.revision(pb::RevisionRequest { match_id });
+            let revision = tokio::time::timeout_at(deadline, call)
+                .await
+                .map_err(|_| ConnError::Timeout)?
+                .map_err(rpc_error)?
+                .into_inner()
+                .revision;
+            if revision > self.seen {
+                self.sync(None).await?;
+                continue;
+            }
+            if tokio::time::Instant::now() + self.poll >= deadline {
+                return Err(ConnError::Timeout);
+            }
+            tokio::time::sleep(self.poll).await;
         }
     }
 }

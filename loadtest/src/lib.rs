@@ -81,6 +81,15 @@ struct RunOptions {
     /// players spread over them at random. Default: the API's host at /v1/ws.
     #[arg(long, value_delimiter = ',')]
     ws: Vec<String>,
+    /// Play through these routers' gRPC API (`http://host:port`, comma separated) instead of
+    /// WebSocket, as a platform back end playing for its users: commands with
+    /// `SubmitCommand`, syncs with `Sync`, and the view of a newer revision by polling
+    /// `Revision` every `--grpc-poll` (the router API has no push).
+    #[arg(long, value_delimiter = ',')]
+    grpc: Vec<String>,
+    /// How often a gRPC player polls the revision while it waits for a view.
+    #[arg(long, value_parser = parse_duration, default_value = "5ms")]
+    grpc_poll: Duration,
     /// Bearer token for the platform API, when the server requires one.
     #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
     platform_token: Option<String>,
@@ -312,6 +321,15 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
     let endpoint = Endpoint::parse(&options.api, options.platform_token.clone())?;
     let ws_urls =
         if options.ws.is_empty() { vec![format!("ws://{}/v1/ws", endpoint.authority)] } else { options.ws.clone() };
+    let grpc = options
+        .grpc
+        .iter()
+        .map(|url| {
+            tonic::transport::Endpoint::from_shared(url.clone())
+                .map(|e| e.connect_lazy())
+                .with_context(|| format!("--grpc {url}: not a gRPC address"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mix = Arc::new(mix(&options)?);
     let mut api = Api::new(endpoint.clone());
     let accept = catalog(&mut api).await?;
@@ -332,6 +350,8 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
         stats: stats.clone(),
         tokens,
         ws_urls,
+        grpc,
+        grpc_poll: options.grpc_poll,
         accept,
         think: options.think_time,
         reconnect_every,

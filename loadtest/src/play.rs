@@ -183,6 +183,10 @@ pub struct PlayContext {
     pub stats: Arc<Stats>,
     pub tokens: TokenSource,
     pub ws_urls: Vec<String>,
+    /// Routers to play through over gRPC instead of WebSocket (empty: WebSocket).
+    pub grpc: Vec<tonic::transport::Channel>,
+    /// How often a gRPC player asks for the match's revision while it waits for a view.
+    pub grpc_poll: Duration,
     pub accept: Vec<ContractTuple>,
     pub think: Duration,
     /// Drop the connection after about one in this many applied moves (reconnect storm).
@@ -281,9 +285,14 @@ impl Player<'_> {
 
     /// Connects and syncs; the answer becomes the latest snapshot.
     async fn sync(&mut self) -> Result<(), ConnError> {
-        let token = self.ctx.tokens.token(&self.principal).await.map_err(|e| ConnError::Connect(e.to_string()))?;
-        let url = &self.ctx.ws_urls[self.rng.below(self.ctx.ws_urls.len() as u64) as usize];
-        let mut conn = Conn::connect(url, &token).await?;
+        let mut conn = if self.ctx.grpc.is_empty() {
+            let token = self.ctx.tokens.token(&self.principal).await.map_err(|e| ConnError::Connect(e.to_string()))?;
+            let url = &self.ctx.ws_urls[self.rng.below(self.ctx.ws_urls.len() as u64) as usize];
+            Conn::connect(url, &token).await?
+        } else {
+            let channel = self.ctx.grpc[self.rng.below(self.ctx.grpc.len() as u64) as usize].clone();
+            Conn::grpc(channel, self.principal.clone(), self.ctx.grpc_poll)
+        };
         self.syncs += 1;
         let request_id = format!("s{}", self.syncs);
         let accept = self.ctx.accept.iter().filter(|t| t.id == self.game.id()).cloned().collect();

@@ -165,6 +165,31 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     assert!(summary.moves > before + 20, "the load went on after the kill: {before} then {}", summary.moves);
     let audit = audited(&summary);
     assert!(audit.replayed == audit.matches);
+
+    // The same cluster, played over the routers' gRPC API instead of WebSocket.
+    let grpc = format!("http://127.0.0.1:{router}");
+    let summary = run(&[
+        "--api",
+        &api,
+        "--grpc",
+        &grpc,
+        "--jwt-secret",
+        "chaos-secret",
+        "--matches",
+        "4",
+        "--ramp-up",
+        "1s",
+        "--duration",
+        "4s",
+        "--audit-database-url",
+        &url,
+    ])
+    .await;
+    assert!(summary.moves > 20, "moves over gRPC: {}", summary.moves);
+    assert!(summary.errors.is_empty(), "errors over gRPC: {:?}", summary.errors);
+    assert!(summary.latency_ms["commandToView"].count > 0, "no view over gRPC");
+    let audit = audited(&summary);
+    assert!(audit.replayed == audit.matches);
     drop(cluster);
     schema.drop_schema().await;
 }
