@@ -76,7 +76,7 @@ pub(crate) fn start(pool: PgPool) -> mpsc::Sender<Job> {
         // Each committer ends when every sender (every clone of the store) is dropped.
         tokio::spawn(async move {
             loop {
-                let batch = {
+                let (batch, _in_flight) = {
                     let mut rx = rx.lock().await;
                     let Some(first) = rx.recv().await else { return };
                     let mut batch = vec![first];
@@ -101,16 +101,33 @@ pub(crate) fn start(pool: PgPool) -> mpsc::Sender<Job> {
                         }
                     }
                     // Counted before the queue is released, so the next committer sees it.
-                    in_flight.fetch_add(1, Ordering::SeqCst);
-                    batch
+                    (batch, InFlight::start(&in_flight, &ended))
                 };
                 run(&pool, batch).await;
-                in_flight.fetch_sub(1, Ordering::SeqCst);
-                ended.notify_waiters();
             }
         });
     }
     tx
+}
+
+/// One transaction counted in flight until dropped (even by a panic), which signals its end.
+struct InFlight {
+    count: Arc<AtomicUsize>,
+    ended: Arc<Notify>,
+}
+
+impl InFlight {
+    fn start(count: &Arc<AtomicUsize>, ended: &Arc<Notify>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self { count: count.clone(), ended: ended.clone() }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        self.ended.notify_waiters();
+    }
 }
 
 /// Moves the jobs already queued into `batch`, up to [`MAX_BATCH`].
