@@ -22,6 +22,16 @@ const COMMITTERS: usize = 3;
 /// rather than starting a transaction without the rest.
 const TESTED: usize = 10;
 
+/// How many transactions last wrote the rows of `matches`.
+async fn transactions(conn: &mut PgConnection, matches: &[Uuid]) -> i64 {
+    let (n,): (i64,) = sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM matches WHERE match_id = ANY($1)")
+        .bind(matches)
+        .fetch_one(conn)
+        .await
+        .unwrap();
+    n
+}
+
 fn match_id(n: u128) -> Uuid {
     Uuid::from_u128(0x6c0_0000_0000 + n)
 }
@@ -90,13 +100,11 @@ async fn a_batch_with_a_commit_fenced_by_ownership_commits_the_others() {
 
     // The good commits shared one transaction (the retry of the batch the fenced one was in).
     let good: Vec<Uuid> = tested[1..].iter().map(Game::match_id).collect();
-    let (transactions,): (i64,) =
-        sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM matches WHERE match_id = ANY($1)")
-            .bind(&good)
-            .fetch_one(&mut holder)
-            .await
-            .unwrap();
-    assert_eq!(transactions, 1, "the commits queued behind the stall were not written as one batch");
+    assert_eq!(
+        transactions(&mut holder, &good).await,
+        1,
+        "the commits queued behind the stall were not written as one batch"
+    );
     let _ = holder.close().await;
     drop((a, b));
     backend.finish().await;
@@ -145,13 +153,7 @@ async fn small_batches_wait_for_the_transaction_in_flight() {
         t.await.expect("commit task").expect("a waiting commit commits");
     }
     let ids: Vec<Uuid> = trickle.iter().map(Game::match_id).collect();
-    let (transactions,): (i64,) =
-        sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM matches WHERE match_id = ANY($1)")
-            .bind(&ids)
-            .fetch_one(&mut holder)
-            .await
-            .unwrap();
-    assert_eq!(transactions, 1, "the commits that waited were not written as one batch");
+    assert_eq!(transactions(&mut holder, &ids).await, 1, "the commits that waited were not written as one batch");
     let _ = holder.close().await;
     drop(a);
     backend.finish().await;
