@@ -487,7 +487,9 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
 async fn audit(options: &RunOptions, stats: &Stats) -> anyhow::Result<Option<AuditSummary>> {
     let store: Box<dyn juegoland_store::Store> = match (&options.audit_database_url, &options.audit_data_dir) {
         (Some(url), _) => Box::new(juegoland_store::PgStore::connect(url).await.context("connect the audit store")?),
-        (None, Some(dir)) => Box::new(juegoland_store::SqliteStore::open(dir).await.context("open the audit store")?),
+        (None, Some(dir)) => {
+            Box::new(juegoland_store::SqliteStore::open_reader(dir).await.context("open the audit store")?)
+        }
         (None, None) => {
             if options.scenario == Scenario::Chaos {
                 bail!("the chaos scenario must be audited: give --audit-database-url");

@@ -2,7 +2,10 @@
 //! WebSocket upgrade, the Socket.IO layer, the page, metrics and health.
 //!
 //! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
-//! `{"code": …, "message": …}` with a fitting status, never a stack trace.
+//! `{"code": …, "message": …, "field"?: …}` with a fitting status, never a stack trace: the
+//! handlers' own refusals ([`Problem`]), an unknown path or method, and every rejection of
+//! axum's extractors or the upgrade (rewritten by [`json_errors`]). `field` names the
+//! offending part of the request (a JSON path such as `seats.p1`) where there is one.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,13 +14,13 @@ use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{Method, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use juegoland_actors::{HostError, Matches};
 use juegoland_bus::Bus;
 use juegoland_core::{CreateError, GameKey, LifecycleRequest, SeatHolder};
-use juegoland_protocol::{ErrorCode, ErrorMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -105,35 +108,112 @@ pub fn router(state: EdgeState) -> Router {
     }
     // The same protocol over Socket.IO, at socketioxide's default path `/socket.io`.
     let socket_io = state.inner.gateway.clone().map(|gateway| crate::sio::layer(gateway, state.inner.tokens.clone()));
-    let r = r.with_state(state);
+    let r = r
+        .fallback(no_route)
+        .method_not_allowed_fallback(no_method)
+        .with_state(state)
+        .layer(axum::middleware::map_response(json_errors));
     match socket_io {
         Some(layer) => r.layer(layer),
         None => r,
     }
 }
 
-/// An HTTP error: a status and the JSON body `{"code", "message"}`.
+/// An HTTP error: a status and the JSON body `{"code", "message", "field"?}`, the one shape
+/// of every error this surface answers.
+#[derive(Debug)]
 struct Problem {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// The offending part of the request, where there is one.
+    field: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ProblemBody<'a> {
+    code: &'a str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
 }
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({ "code": self.code, "message": self.message }))).into_response()
+        let body = ProblemBody { code: self.code, message: &self.message, field: self.field.as_deref() };
+        (self.status, Json(body)).into_response()
     }
 }
 
 fn problem(status: StatusCode, code: &'static str, message: impl Into<String>) -> Problem {
-    Problem { status, code, message: message.into() }
+    Problem { status, code, message: message.into(), field: None }
+}
+
+impl Problem {
+    fn at(self, field: impl Into<String>) -> Problem {
+        Problem { field: Some(field.into()), ..self }
+    }
 }
 
 fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
-    serde_json::from_slice(body).map_err(|e| {
-        // serde's message names the offending field or position, never stored state.
-        problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.to_string())
-    })
+    // serde's messages name the offending field or position, never stored state.
+    let invalid = |message: String| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| match e.path().to_string() {
+        path if path == "." => invalid(e.inner().to_string()),
+        path => invalid(e.inner().to_string()).at(path),
+    })?;
+    de.end().map_err(|e| invalid(e.to_string()))?;
+    Ok(value)
+}
+
+/// 404 for a path this process does not serve.
+async fn no_route(method: Method, uri: Uri) -> Problem {
+    problem(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no route for {method} {}", uri.path()))
+}
+
+/// 405 for a served path with another method (axum adds the `Allow` header).
+async fn no_method(method: Method, uri: Uri) -> Problem {
+    problem(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// Rewrites any error response that is not already JSON (the rejections of axum's
+/// extractors: a body over the limit, a malformed path segment, a plain GET on the
+/// WebSocket route…) into the [`Problem`] shape, keeping its status and headers and its
+/// text as the message.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // Rejection texts are short; a body that is not is not read.
+    let text = axum::body::to_bytes(body, 4096).await.map(|b| String::from_utf8_lossy(&b).trim().to_owned());
+    let message = match text {
+        Ok(text) if !text.is_empty() => text,
+        _ => status.canonical_reason().unwrap_or("error").to_lowercase(),
+    };
+    let code = match status {
+        StatusCode::BAD_REQUEST => "INVALID_REQUEST",
+        StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::METHOD_NOT_ALLOWED => "METHOD_NOT_ALLOWED",
+        StatusCode::PAYLOAD_TOO_LARGE => "PAYLOAD_TOO_LARGE",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "UNSUPPORTED_MEDIA_TYPE",
+        StatusCode::UPGRADE_REQUIRED => "UPGRADE_REQUIRED",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        s if s.is_server_error() => "INTERNAL",
+        _ => "INVALID_REQUEST",
+    };
+    let body = Json(ProblemBody { code, message: &message, field: None }).into_response();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, body.into_body())
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -225,7 +305,13 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
         None => registry.latest(&req.game),
     };
     let Some(game) = game else {
-        return Err(problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", format!("no game {:?}", req.game)));
+        let (field, message) = match &req.rules_version {
+            Some(v) if registry.latest(&req.game).is_some() => {
+                ("rulesVersion", format!("no rules version {v:?} of {:?}", req.game))
+            }
+            _ => ("game", format!("no game {:?}", req.game)),
+        };
+        return Err(problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", message).at(field));
     };
     let seats = req
         .seats
@@ -239,9 +325,15 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
         })
         .collect();
     let match_id = matches.create_match(&game.key(), seats, &req.config).await.map_err(|e| match e {
-        HostError::Create(CreateError::InvalidSeats(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m),
-        HostError::Create(CreateError::InvalidConfig(m)) => problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m),
-        HostError::Create(CreateError::UnknownGame) => problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game"),
+        HostError::Create(CreateError::InvalidSeats(m)) => {
+            problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m).at("seats")
+        }
+        HostError::Create(CreateError::InvalidConfig(m)) => {
+            problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m).at("config")
+        }
+        HostError::Create(CreateError::UnknownGame) => {
+            problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game").at("game")
+        }
         HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
         e => {
             tracing::error!(error = %e, "create match failed");
@@ -299,7 +391,10 @@ async fn lifecycle<B: for<'de> Deserialize<'de>>(
     let revision = state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match e {
         HostError::NotFound => not_found(),
         HostError::Lifecycle(e) => match e.code() {
-            Some(code @ "INVALID_REASON") => problem(StatusCode::BAD_REQUEST, code, e.to_string()),
+            Some(code @ "INVALID_REASON") => problem(StatusCode::BAD_REQUEST, code, e.to_string()).at("reasonCode"),
+            Some(code @ ("UNKNOWN_SEAT" | "ALREADY_WITHDRAWN")) => {
+                problem(StatusCode::CONFLICT, code, e.to_string()).at("seat")
+            }
             Some(code) => problem(StatusCode::CONFLICT, code, e.to_string()),
             None => {
                 tracing::error!(match_id = %match_id, error = %e, "lifecycle operation failed");
@@ -324,11 +419,8 @@ struct TokenRequest {
 async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Result<Response, Problem> {
     let req: TokenRequest = strict(&body)?;
     if req.principal.is_empty() || req.principal.len() > 128 || req.principal.starts_with("bot:") {
-        return Err(problem(
-            StatusCode::BAD_REQUEST,
-            "INVALID_PRINCIPAL",
-            "1 to 128 characters, not starting with bot:",
-        ));
+        let message = "1 to 128 characters, not starting with bot:";
+        return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", message).at("principal"));
     }
     let token = state
         .inner
@@ -351,11 +443,11 @@ async fn ws(
 ) -> Response {
     let token = bearer(&headers).map(str::to_owned).or(q.access_token);
     let Some(principal) = token.and_then(|t| state.inner.tokens.verify(&t).ok()) else {
-        let e = ErrorMessage::new(ErrorCode::Unauthenticated);
-        return (StatusCode::UNAUTHORIZED, juegoland_protocol::encode(&e.into())).into_response();
+        let message = "a valid token is required (Authorization: Bearer or ?access_token=); get a new one";
+        return problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message).into_response();
     };
     let Some(gateway) = state.inner.gateway.clone() else {
-        return StatusCode::NOT_FOUND.into_response();
+        return no_route(Method::GET, Uri::from_static("/v1/ws")).await.into_response();
     };
     // Frames up to 1 MiB reach the protocol decoder, which answers anything over its own
     // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.

@@ -58,6 +58,7 @@ use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, Receipt
 use uuid::Uuid;
 
 pub mod audit;
+mod dir_lock;
 mod memory;
 mod pg;
 mod pg_batch;
@@ -66,9 +67,10 @@ mod rows;
 mod sqlite;
 mod sqlite_batch;
 
+pub use dir_lock::LOCK_FILE;
 pub use memory::MemoryStore;
 pub use pg::PgStore;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SQLITE_FILE, SqliteStore};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
@@ -85,6 +87,27 @@ pub enum StoreError {
     /// Stored data does not decode, or the store refused data for a reason no retry fixes.
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+}
+
+/// Why a store could not be opened (before any match is read or written).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The caller asked for existing data and there is none: a missing data directory or
+    /// database file, or a database without the schema. Nothing was created.
+    #[error("no Juegoland store at {location}: {why}")]
+    NoStore { location: String, why: &'static str },
+    /// Another process serves this data directory (it holds the directory's lock).
+    #[error("the data directory {} is in use by another process: {holder} holds {}", dir.display(), lock.display())]
+    Locked { dir: std::path::PathBuf, lock: std::path::PathBuf, holder: String },
+    #[error("{action} {}", path.display())]
+    Io {
+        action: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// An outbox row not yet dispatched to the bus.

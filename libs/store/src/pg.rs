@@ -20,11 +20,12 @@ use std::time::Duration;
 use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows::{self, Dialect, store_error};
-use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError};
 
 /// The PostgreSQL migrations (`migrations/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
@@ -62,6 +63,31 @@ impl PgStore {
         let options: PgConnectOptions =
             url.parse().map_err(|e| StoreError::Corrupt(format!("parse the database url: {e}")))?;
         Self::connect_with(Self::pool_options(), options).await
+    }
+
+    /// As [`PgStore::connect`], but the database must already hold the schema (a `matches`
+    /// table on the connection's `search_path`): a database without it is
+    /// [`OpenError::NoStore`] and nothing is created. For tools over existing data
+    /// (`juegoland replay`).
+    pub async fn connect_existing(url: &str) -> Result<Self, OpenError> {
+        let options: PgConnectOptions =
+            url.parse().map_err(|e| StoreError::Corrupt(format!("parse the database url: {e}")))?;
+        let location = format!(
+            "database {:?} on {}:{}",
+            options.get_database().unwrap_or("postgres"),
+            options.get_host(),
+            options.get_port()
+        );
+        let mut conn = options.connect().await.map_err(|e| store_error(PG, "connect to postgres", e))?;
+        let (found,): (bool,) = sqlx::query_as("SELECT to_regclass('matches') IS NOT NULL")
+            .fetch_one(&mut conn)
+            .await
+            .map_err(|e| store_error(PG, "read the schema", e))?;
+        let _ = conn.close().await;
+        if !found {
+            return Err(OpenError::NoStore { location, why: "no Juegoland schema (no matches table)" });
+        }
+        Ok(Self::connect_with(Self::pool_options(), options).await?)
     }
 
     /// The default pool: 16 connections, and a 5 s wait for one before a call gives up

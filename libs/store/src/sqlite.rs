@@ -12,7 +12,7 @@
 //! with two owners as two clones of one handle; the embedded profile itself is unowned.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
@@ -20,9 +20,10 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use uuid::Uuid;
 
+use crate::dir_lock::DirLock;
 use crate::rows::{self, Dialect, store_error};
 use crate::sqlite_batch::{Readers, Writer};
-use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError};
 
 /// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -44,19 +45,67 @@ pub struct SqliteStore {
     writer: Arc<tokio::sync::OnceCell<Writer>>,
     /// The read connections of the hot reads (`sqlite_batch`), shared by every clone.
     readers: Arc<Readers>,
+    /// The data directory's exclusive lock, held until [`SqliteStore::close`] or until the
+    /// last clone is dropped (the OS releases it when the process dies); `None` for a reader.
+    lock: Arc<Mutex<Option<DirLock>>>,
+    /// A reader's handle ([`SqliteStore::open_reader`]): every write fails.
+    read_only: bool,
+}
+
+/// How a process opens a data directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The serving process of a directory that may be new: create, migrate, lock.
+    Create,
+    /// The serving process of a directory that must already hold a store: migrate, lock.
+    Existing,
+    /// A reader beside the serving process (an audit): no lock, no migrations, no writes.
+    Reader,
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) `data_dir/juegoland.sqlite3` and runs the pending
-    /// migrations. Only one process may use a data directory at a time.
-    pub async fn open(data_dir: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let data_dir = data_dir.as_ref();
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| StoreError::Unavailable(format!("create the data directory {}: {e}", data_dir.display())))?;
+    /// Opens (creating if needed) `data_dir/juegoland.sqlite3`, takes the directory's
+    /// exclusive lock and runs the pending migrations. Only one process may use a data
+    /// directory at a time: while another holds it, this fails with [`OpenError::Locked`].
+    pub async fn open(data_dir: impl AsRef<Path>) -> Result<Self, OpenError> {
+        Self::open_in(data_dir.as_ref(), Mode::Create).await
+    }
+
+    /// As [`SqliteStore::open`], but the directory must already hold a store (with its
+    /// schema): a missing directory, file or schema is [`OpenError::NoStore`] and nothing is
+    /// created. For tools over existing data (`juegoland replay`).
+    pub async fn open_existing(data_dir: impl AsRef<Path>) -> Result<Self, OpenError> {
+        Self::open_in(data_dir.as_ref(), Mode::Existing).await
+    }
+
+    /// Opens an existing store for reading beside the process that serves it (WAL readers see
+    /// its last committed state): no lock, no migrations, and every write fails. For audits
+    /// of a running server (the load-test harness).
+    pub async fn open_reader(data_dir: impl AsRef<Path>) -> Result<Self, OpenError> {
+        Self::open_in(data_dir.as_ref(), Mode::Reader).await
+    }
+
+    async fn open_in(data_dir: &Path, mode: Mode) -> Result<Self, OpenError> {
         let path = data_dir.join(SQLITE_FILE);
+        if mode == Mode::Create {
+            std::fs::create_dir_all(data_dir).map_err(|source| OpenError::Io {
+                action: "create the data directory",
+                path: data_dir.to_owned(),
+                source,
+            })?;
+        } else if !data_dir.is_dir() {
+            return Err(OpenError::NoStore { location: data_dir.display().to_string(), why: "no such directory" });
+        } else if !path.is_file() {
+            return Err(OpenError::NoStore { location: data_dir.display().to_string(), why: "no database file" });
+        }
+        let lock = match mode {
+            Mode::Reader => None,
+            Mode::Create | Mode::Existing => Some(DirLock::acquire(data_dir)?),
+        };
         let options = SqliteConnectOptions::new()
             .filename(&path)
-            .create_if_missing(true)
+            .create_if_missing(mode == Mode::Create)
+            .read_only(mode == Mode::Reader)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
@@ -67,12 +116,33 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| store_error(LITE, "open the sqlite store", e))?;
-        MIGRATOR.run(&pool).await.map_err(|e| match e {
-            MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
-            other => StoreError::Corrupt(format!("run migrations: {other}")),
-        })?;
+        if mode != Mode::Create {
+            let (tables,): (i64,) =
+                sqlx::query_as("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'matches'")
+                    .fetch_one(&pool)
+                    .await
+                    .map_err(|e| store_error(LITE, "read the sqlite schema", e))?;
+            if tables == 0 {
+                pool.close().await;
+                return Err(OpenError::NoStore { location: path.display().to_string(), why: "no Juegoland schema" });
+            }
+        }
+        if mode != Mode::Reader {
+            MIGRATOR.run(&pool).await.map_err(|e| match e {
+                MigrateError::Execute(e) => store_error(LITE, "run migrations", e),
+                other => StoreError::Corrupt(format!("run migrations: {other}")),
+            })?;
+        }
         let readers = Arc::new(Readers::open(&path)?);
-        Ok(Self { pool, path, owner: None, writer: Arc::default(), readers })
+        Ok(Self {
+            pool,
+            path,
+            owner: None,
+            writer: Arc::default(),
+            readers,
+            lock: Arc::new(Mutex::new(lock)),
+            read_only: mode == Mode::Reader,
+        })
     }
 
     /// This handle in cluster mode: it creates matches as `owner` and commits only to the
@@ -99,10 +169,14 @@ impl SqliteStore {
         }
         self.readers.close();
         self.pool.close().await;
+        self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     /// This handle's writer thread, started on first use.
     async fn writer(&self) -> Result<&Writer, StoreError> {
+        if self.read_only {
+            return Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display())));
+        }
         self.writer.get_or_try_init(|| async { Writer::spawn(&self.path, self.owner.clone()) }).await
     }
 }

@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tracing::info;
 
 pub mod cluster;
+pub mod dev_secret;
 pub mod replay;
 
 #[derive(Parser, Debug)]
@@ -56,10 +57,11 @@ pub enum Command {
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
-/// (single process only); PostgreSQL when a database URL is given.
+/// (one process at a time: the directory is locked while a process serves it); PostgreSQL
+/// when a database URL is given.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StoreConfig {
-    /// Directory of the embedded store (created if missing).
+    /// Directory of the embedded store and of the dev token secret (created if missing).
     #[arg(long, env = "JUEGOLAND_DATA_DIR", default_value = "data")]
     pub data_dir: std::path::PathBuf,
     /// PostgreSQL URL; when set, PostgreSQL is used instead of the embedded store.
@@ -71,6 +73,7 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
+    /// The store, created (with its schema) where there is none yet.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
         if self.in_memory {
             return Ok(Arc::new(MemoryStore::new()));
@@ -83,6 +86,34 @@ impl StoreConfig {
             .await
             .with_context(|| format!("open the embedded store in {}", self.data_dir.display()))?;
         Ok(Arc::new(store))
+    }
+
+    /// The store as it exists: a missing data directory or database file, or a database
+    /// without the schema, is an error naming where it looked (nothing is created).
+    pub async fn open_existing(&self) -> anyhow::Result<Arc<dyn Store>> {
+        if self.in_memory {
+            anyhow::bail!("an in-memory store holds nothing to read; give --data-dir or --database-url");
+        }
+        if let Some(url) = &self.database_url {
+            return Ok(Arc::new(PgStore::connect_existing(url).await?));
+        }
+        let store = SqliteStore::open_existing(&self.data_dir)
+            .await
+            .with_context(|| format!("open the embedded store in {}", self.data_dir.display()))?;
+        Ok(Arc::new(store))
+    }
+
+    /// Where the store is, for messages (a database URL without its user and password).
+    pub fn location(&self) -> String {
+        match &self.database_url {
+            Some(url) => {
+                match url.split_once("://").and_then(|(scheme, rest)| Some((scheme, rest.rsplit_once('@')?.1))) {
+                    Some((scheme, host)) => format!("{scheme}://{host}"),
+                    None => url.clone(),
+                }
+            }
+            None => self.data_dir.display().to_string(),
+        }
     }
 }
 
@@ -106,9 +137,15 @@ pub struct DevConfig {
     /// Address of the HTTP server (page, API, WebSocket, metrics).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
-    /// Secret that signs client tokens (HS256); a random one per start by default.
+    /// Secret that signs client tokens (HS256). By default one kept in the data directory
+    /// (`dev-token-secret`, created on first start), so tokens survive restarts; a random one
+    /// per start with `--in-memory`.
     #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
     pub jwt_secret: Option<String>,
+    /// Replace the data directory's token secret with a new one (every token issued before
+    /// is refused from now on).
+    #[arg(long, conflicts_with_all = ["jwt_secret", "in_memory"])]
+    pub new_jwt_secret: bool,
     /// Lifetime of issued dev tokens, in seconds.
     #[arg(long, env = "JUEGOLAND_TOKEN_TTL", default_value_t = 86_400)]
     pub token_ttl: u64,
@@ -171,9 +208,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn replay_command(config: ReplayConfig) -> anyhow::Result<()> {
-    let store = config.store.open().await?;
+    let store = config.store.open_existing().await?;
     let registry = registry()?;
     let results = replay::replay(store.as_ref(), &registry, config.match_id).await.context("read the store")?;
+    if results.is_empty() {
+        // Nothing replayed is not a pass: a typo'd or fresh store proves nothing.
+        anyhow::bail!("the store at {} holds no matches: nothing to replay", config.store.location());
+    }
     let mut diverged = 0;
     for r in &results {
         match &r.result {
@@ -210,13 +251,11 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let scheduler_metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
     let scheduler =
         Scheduler::start(store, Arc::new(host.clone()), SchedulerOptions::new("all-in-one"), scheduler_metrics);
+    // After the store: its directory lock means no other process writes the secret.
     let secret = match &config.jwt_secret {
         Some(s) => s.as_bytes().to_vec(),
-        None => {
-            let mut s = vec![0u8; 32];
-            getrandom::fill(&mut s).context("generate a token secret")?;
-            s
-        }
+        None if config.store.in_memory => dev_secret::random()?,
+        None => dev_secret::load_or_create(&config.store.data_dir, config.new_jwt_secret)?,
     };
     let options = EdgeOptions {
         dev: true,

@@ -11,6 +11,7 @@
 mod backends;
 mod game;
 mod group_commit;
+mod opening;
 mod outage;
 mod participants;
 mod suite;

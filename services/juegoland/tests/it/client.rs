@@ -122,6 +122,13 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -280,19 +287,29 @@ pub fn command(match_id: &str, command_id: &str, revision: u64, column: u64) -> 
 
 /// One HTTP/1.1 request to `addr` (`host:port`); returns (status, JSON body).
 pub async fn http(addr: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).await.expect("connect");
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    let (status, _, body) = http_raw(addr, method, path, body.as_bytes()).await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::String(body)))
+}
+
+/// One HTTP/1.1 request with `body` as JSON; returns (status, the response head (lower
+/// case), the body text).
+pub async fn http_raw(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    s.write_all(req.as_bytes()).await.expect("write");
+    s.write_all(head.as_bytes()).await.expect("write");
+    // A server may answer (413) before reading a large body, then close.
+    let _ = s.write_all(body).await;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.expect("read");
+    // After an early answer the close may be a reset: what arrived before it is the answer.
+    let read = s.read_to_end(&mut raw).await;
     let text = String::from_utf8(raw).expect("utf-8 response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("response head");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response head ({read:?}): {text:?}"));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
-    (status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())))
+    (status, head.to_lowercase(), body.to_owned())
 }
 
 pub fn uuid() -> String {

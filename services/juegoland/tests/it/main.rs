@@ -3,12 +3,15 @@
 mod client;
 mod cluster;
 mod conecta4;
+mod data_dir;
 mod durability;
 mod gateway;
 mod harness;
+mod http_errors;
 mod hundido;
 mod logs;
 mod operations;
+mod page;
 mod scheduler;
 mod socketio;
 mod tracing;

@@ -4,7 +4,8 @@
 //! are refused with UNAUTHENTICATED.
 //!
 //! The tests need Node.js 20+ and npm; they install `tests/js/node_modules` with `npm ci`
-//! when it is missing and FAIL (never skip) when node or npm are unavailable.
+//! when it is missing or was installed from another `package-lock.json`, and FAIL (never
+//! skip) when node or npm are unavailable. `page.rs` shares these helpers.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -15,28 +16,32 @@ use crate::client::Server;
 use crate::harness::{Cluster, Seen, audit, create, metric_sum};
 
 /// The directory of the JavaScript client tests.
-fn js_dir() -> PathBuf {
+pub(crate) fn js_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js")
 }
 
 /// Runs `program` in the JavaScript directory; a missing program fails the test with what to
 /// install.
-fn run(program: &str, args: &[&str]) -> Output {
+pub(crate) fn run(program: &str, args: &[&str]) -> Output {
     Command::new(program).args(args).current_dir(js_dir()).output().unwrap_or_else(|e| {
-        panic!("cannot run `{program}` ({e}): the Socket.IO tests need Node.js 20+ and npm on the PATH")
+        panic!("cannot run `{program}` ({e}): the JavaScript client tests need Node.js 20+ and npm on the PATH")
     })
 }
 
-/// Makes sure `socket.io-client` is installed, running `npm ci` once if it is not. Test
-/// processes may run concurrently, so the check and the install hold a file lock.
-fn ensure_node_modules() {
+/// Makes sure the packages of `package-lock.json` are installed, running `npm ci` when
+/// `node_modules` is missing or was installed from another lock. Test processes may run
+/// concurrently, so the check and the install hold a file lock.
+pub(crate) fn ensure_node_modules() {
     let version = run("node", &["--version"]);
     assert!(version.status.success(), "`node --version` failed: {}", String::from_utf8_lossy(&version.stderr));
     let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("juegoland-npm-ci.lock");
     let lock = std::fs::File::create(&lock_path).expect("create the npm lock file");
     lock.lock().expect("lock the npm lock file");
-    // npm writes its hidden lockfile last, so it marks a complete install.
-    if !js_dir().join("node_modules/.package-lock.json").exists() {
+    // A copy of the lock written after a complete install marks what is installed (`npm ci`
+    // removes node_modules first, and the copy with it).
+    let wanted = std::fs::read(js_dir().join("package-lock.json")).expect("read tests/js/package-lock.json");
+    let stamp = js_dir().join("node_modules/.juegoland-installed-lock.json");
+    if std::fs::read(&stamp).ok().as_deref() != Some(wanted.as_slice()) {
         let out = run("npm", &["ci", "--no-audit", "--no-fund"]);
         assert!(
             out.status.success(),
@@ -45,6 +50,7 @@ fn ensure_node_modules() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        std::fs::write(&stamp, &wanted).expect("write the node_modules stamp");
     }
 }
 
