@@ -1,16 +1,16 @@
 //! One player's connection: a WebSocket speaking the JSON protocol (typed messages out with
 //! `juegoland_protocol::encode_client`, strictly decoded messages in), or gRPC straight to a
-//! router, as a platform back end playing for its users would: commands with `SubmitCommand`,
-//! syncs with `Sync`, and the views of later revisions by polling `Revision` and reading a
-//! `Sync` when it moved (the router API has no push). Both look the same to the players.
+//! router, as a platform back end playing for its users would: the router's `Call` with a
+//! command, a sync, and the views of later revisions by polling the revision and reading a
+//! sync when it moved (the router API has no push). Both look the same to the players.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use juegoland_api::{MatchReply, MatchRequest};
 use juegoland_protocol::{ClientMessage, ServerMessage, decode_server, encode_client};
 use juegoland_rpc::pb::router_client::RouterClient;
-use juegoland_rpc::pb::{self, sync_reply};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -130,11 +130,13 @@ fn rpc_error(status: tonic::Status) -> ConnError {
     ConnError::Rpc(format!("{:?}: {}", status.code(), status.message()))
 }
 
-fn decode(json: &str) -> Result<ServerMessage, ConnError> {
-    juegoland_rpc::server_message(json).map_err(|e| ConnError::Decode(e.to_string()))
-}
-
 impl GrpcConn {
+    /// One match request through the router.
+    async fn call(&mut self, request: MatchRequest) -> Result<MatchReply, ConnError> {
+        let reply = self.client.call(juegoland_rpc::request_to_pb(&request)).await.map_err(rpc_error)?;
+        juegoland_rpc::reply(reply.into_inner()).map_err(|e| ConnError::Decode(e.to_string()))
+    }
+
     async fn send(&mut self, msg: &ClientMessage) -> Result<(), ConnError> {
         match msg {
             ClientMessage::Sync(req) => {
@@ -142,12 +144,11 @@ impl GrpcConn {
                 self.sync(Some(req.request_id.clone())).await
             }
             ClientMessage::Command(envelope) => {
-                let request = pb::SubmitCommandRequest {
-                    principal: self.principal.clone(),
-                    envelope_json: juegoland_rpc::envelope_to_json(envelope),
-                };
-                let reply = self.client.submit_command(request).await.map_err(rpc_error)?.into_inner();
-                self.inbox.push_back(decode(&reply.message_json)?);
+                let request = MatchRequest::Command { principal: self.principal.clone(), envelope: envelope.clone() };
+                match self.call(request).await? {
+                    MatchReply::Message(message) => self.inbox.push_back(message),
+                    other => return Err(ConnError::Decode(format!("a command was answered with {other:?}"))),
+                }
                 Ok(())
             }
             other => Err(ConnError::Decode(format!("{} is not played over gRPC", other.message_type()))),
@@ -158,10 +159,8 @@ impl GrpcConn {
     /// `request_id`, or (`None`) the view of a newer revision.
     async fn sync(&mut self, request_id: Option<String>) -> Result<(), ConnError> {
         let match_id = self.match_id.ok_or(ConnError::Closed)?;
-        let request = pb::SyncRequest { match_id: match_id.to_string(), principal: self.principal.clone() };
-        let reply = self.client.sync(request).await.map_err(rpc_error)?.into_inner();
-        let message = match reply.outcome {
-            Some(sync_reply::Outcome::Snapshot(s)) => match decode(&s.snapshot_json)? {
+        let message = match self.call(MatchRequest::Sync { match_id, principal: self.principal.clone() }).await? {
+            MatchReply::Snapshot(s) => match s.snapshot {
                 ServerMessage::Snapshot(mut snapshot) => {
                     self.seen = self.seen.max(snapshot.revision);
                     snapshot.request_id = request_id;
@@ -169,14 +168,11 @@ impl GrpcConn {
                 }
                 other => return Err(ConnError::Decode(format!("a sync answered {}", other.message_type()))),
             },
-            Some(sync_reply::Outcome::ErrorJson(json)) => match decode(&json)? {
-                ServerMessage::Error(mut e) => {
-                    e.request_id = request_id;
-                    ServerMessage::Error(e)
-                }
-                other => return Err(ConnError::Decode(format!("a sync error was {}", other.message_type()))),
-            },
-            None => return Err(ConnError::Decode("an empty sync reply".into())),
+            MatchReply::Message(ServerMessage::Error(mut e)) => {
+                e.request_id = request_id;
+                ServerMessage::Error(e)
+            }
+            other => return Err(ConnError::Decode(format!("a sync was answered with {other:?}"))),
         };
         self.inbox.push_back(message);
         Ok(())
@@ -187,14 +183,14 @@ impl GrpcConn {
             if let Some(message) = self.inbox.pop_front() {
                 return Ok(message);
             }
-            let match_id = self.match_id.ok_or(ConnError::Closed)?.to_string();
-            let call = self.client.revision(pb::RevisionRequest { match_id });
-            let revision = tokio::time::timeout_at(deadline, call)
+            let match_id = self.match_id.ok_or(ConnError::Closed)?;
+            let revision = match tokio::time::timeout_at(deadline, self.call(MatchRequest::Revision { match_id }))
                 .await
-                .map_err(|_| ConnError::Timeout)?
-                .map_err(rpc_error)?
-                .into_inner()
-                .revision;
+                .map_err(|_| ConnError::Timeout)??
+            {
+                MatchReply::Revision(revision) => revision,
+                other => return Err(ConnError::Decode(format!("a revision was answered with {other:?}"))),
+            };
             if revision > self.seen {
                 self.sync(None).await?;
                 continue;

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use juegoland_actors::{Host, HostConfig, Matches, Metrics};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::Matches;
 use juegoland_bus::LocalBus;
 use juegoland_core::{Engine, GameKey, Registry, SeatHolder};
 use juegoland_store::SqliteStore;

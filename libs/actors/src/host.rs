@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use juegoland_api::{MatchError, Refusal, SyncReply};
 use juegoland_bus::Bus;
 use juegoland_core::{
     Decision, Engine, GameKey, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey, SeatHolder,
@@ -65,57 +66,6 @@ impl Default for HostConfig {
     }
 }
 
-/// Why a host operation could not be answered with a protocol message.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    #[error("match not found")]
-    NotFound,
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    #[error("internal failure: {0}")]
-    Internal(String),
-    #[error("lifecycle refused: {0}")]
-    Lifecycle(LifecycleError),
-    #[error("create refused: {0}")]
-    Create(juegoland_core::CreateError),
-}
-
-impl HostError {
-    /// The protocol error this maps to.
-    pub fn to_error_message(&self, match_id: Option<Uuid>) -> ErrorMessage {
-        let code = match self {
-            HostError::NotFound => ErrorCode::MatchNotFound,
-            HostError::Unavailable(_) => ErrorCode::Unavailable,
-            HostError::Internal(_) | HostError::Lifecycle(_) | HostError::Create(_) => ErrorCode::Internal,
-        };
-        let mut e = ErrorMessage::new(code);
-        e.match_id = match_id;
-        e
-    }
-}
-
-impl From<StoreError> for HostError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Unavailable(m) => HostError::Unavailable(m),
-            StoreError::Conflict { .. } => HostError::Unavailable(e.to_string()),
-            StoreError::Corrupt(m) => HostError::Internal(m),
-        }
-    }
-}
-
-/// The answer to a sync read: the snapshot at the current committed revision and the
-/// match's contract tuple.
-#[derive(Clone, Debug)]
-pub struct SyncReply {
-    pub seat: Seat,
-    pub revision: u64,
-    pub game: GameKey,
-    pub view_schema_version: u32,
-    pub event_schema_version: u32,
-    pub snapshot: ServerMessage,
-}
-
 pub enum MatchMsg {
     Command {
         principal: String,
@@ -136,7 +86,7 @@ pub enum MatchMsg {
     },
     Lifecycle {
         request: LifecycleRequest,
-        reply: RpcReplyPort<Result<u64, HostError>>,
+        reply: RpcReplyPort<Result<u64, MatchError>>,
         /// The caller's span: the parent of the actor's `match.lifecycle` span.
         span: Span,
     },
@@ -193,7 +143,7 @@ impl Host {
         bus: Arc<dyn Bus>,
         metrics: Metrics,
         config: HostConfig,
-    ) -> Result<Self, HostError> {
+    ) -> Result<Self, MatchError> {
         let (marks, marks_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             engine,
@@ -210,7 +160,7 @@ impl Host {
         spawn_marker(shared.store.clone(), marks_rx);
         let (supervisor, _) = Actor::spawn(None, Supervisor, Arc::downgrade(&shared))
             .await
-            .map_err(|e| HostError::Internal(format!("start supervisor: {e}")))?;
+            .map_err(|e| MatchError::Internal(format!("start supervisor: {e}")))?;
         let _ = shared.supervisor.set(supervisor);
         let host = Host { shared };
         host.spawn_sweeper();
@@ -239,12 +189,12 @@ impl Host {
         game: &GameKey,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
-    ) -> Result<Uuid, HostError> {
+    ) -> Result<Uuid, MatchError> {
         let (pending, live) =
             self.shared.engine.create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new()).map_err(|e| {
                 match e {
-                    juegoland_core::CreateError::Fault(f) => HostError::Internal(redacted(&f.0)),
-                    other => HostError::Create(other),
+                    juegoland_core::CreateError::Fault(f) => MatchError::Internal(redacted(&f.0)),
+                    other => MatchError::from(other),
                 }
             })?;
         let span = info_span!("store.commit", match_id = %match_id, revision = 0u64, publications = pending.commit.publications.len());
@@ -254,7 +204,7 @@ impl Host {
                 let stored = self.shared.store.load(match_id).await?;
                 return match stored {
                     Some(s) if s.game == *game => Ok(match_id),
-                    _ => Err(HostError::Internal(format!("match id {match_id} is taken by another match"))),
+                    _ => Err(MatchError::Internal(format!("match id {match_id} is taken by another match"))),
                 };
             }
             Err(e) => return Err(e.into()),
@@ -280,8 +230,8 @@ impl Host {
     }
 
     /// The committed state of a match (activating it if needed).
-    pub async fn inspect(&self, match_id: Uuid) -> Result<MatchState, HostError> {
-        self.call(match_id, |reply| MatchMsg::Inspect { reply }).await
+    pub async fn inspect(&self, match_id: Uuid) -> Result<MatchState, MatchError> {
+        self.ask(match_id, |reply| MatchMsg::Inspect { reply }).await
     }
 
     /// How many match actors are active.
@@ -289,27 +239,28 @@ impl Host {
         self.shared.actor_ids.lock().len()
     }
 
-    pub(crate) async fn call<T: Send + 'static>(
+    /// Asks the actor of `match_id` (activating it) and waits for its answer.
+    pub(crate) async fn ask<T: Send + 'static>(
         &self,
         match_id: Uuid,
         build: impl Fn(RpcReplyPort<T>) -> MatchMsg,
-    ) -> Result<T, HostError> {
+    ) -> Result<T, MatchError> {
         // One retry: the actor may have passivated or failed between lookup and send.
         for attempt in 0..2 {
             let actor = self.actor(match_id).await?;
             match actor.call(&build, Some(self.shared.config.call_timeout)).await {
                 Ok(ractor::rpc::CallResult::Success(v)) => return Ok(v),
                 Ok(ractor::rpc::CallResult::Timeout) => {
-                    return Err(HostError::Unavailable("the match did not answer in time".into()));
+                    return Err(MatchError::Unavailable("the match did not answer in time".into()));
                 }
                 Ok(ractor::rpc::CallResult::SenderError) => {
-                    return Err(HostError::Unavailable("the match stopped while answering".into()));
+                    return Err(MatchError::Unavailable("the match stopped while answering".into()));
                 }
                 Err(_) if attempt == 0 => self.forget(match_id, actor.get_id()),
-                Err(e) => return Err(HostError::Unavailable(format!("match actor: {e}"))),
+                Err(e) => return Err(MatchError::Unavailable(format!("match actor: {e}"))),
             }
         }
-        Err(HostError::Unavailable("the match is restarting".into()))
+        Err(MatchError::Unavailable("the match is restarting".into()))
     }
 
     fn forget(&self, match_id: Uuid, actor: ActorId) {
@@ -317,13 +268,13 @@ impl Host {
     }
 
     /// The actor of `match_id`, activating it from the store on first use.
-    async fn actor(&self, match_id: Uuid) -> Result<ActorRef<MatchMsg>, HostError> {
+    async fn actor(&self, match_id: Uuid) -> Result<ActorRef<MatchMsg>, MatchError> {
         self.activate(match_id, None).await
     }
 
     /// The actor of `match_id`; a new one starts from `initial` (a match just created) or
     /// else from the store.
-    async fn activate(&self, match_id: Uuid, initial: Option<LiveMatch>) -> Result<ActorRef<MatchMsg>, HostError> {
+    async fn activate(&self, match_id: Uuid, initial: Option<LiveMatch>) -> Result<ActorRef<MatchMsg>, MatchError> {
         let slot = self.shared.slots.lock().entry(match_id).or_default().clone();
         let shared = self.shared.clone();
         let result = slot
@@ -333,19 +284,19 @@ impl Host {
                     None => {
                         // Claim first, then load: any commit of a previous owner either
                         // landed before the claim (and is loaded) or fails its fence after.
-                        shared.store.claim(match_id).await?.ok_or(HostError::NotFound)?;
-                        let state = shared.store.load(match_id).await?.ok_or(HostError::NotFound)?;
-                        shared.engine.load(state).map_err(|f| HostError::Internal(redacted(&f.0)))?
+                        shared.store.claim(match_id).await?.ok_or(MatchError::NotFound)?;
+                        let state = shared.store.load(match_id).await?.ok_or(MatchError::NotFound)?;
+                        shared.engine.load(state).map_err(|f| MatchError::Internal(redacted(&f.0)))?
                     }
                 };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
                 let (actor, _) = Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
                     .await
-                    .map_err(|e| HostError::Internal(format!("spawn match actor: {e}")))?;
+                    .map_err(|e| MatchError::Internal(format!("spawn match actor: {e}")))?;
                 shared.actor_ids.lock().insert(actor.get_id(), match_id);
                 shared.metrics.active_actors.inc();
                 shared.metrics.actor_events.with_label_values(&["activation"]).inc();
-                Ok::<_, HostError>(actor)
+                Ok::<_, MatchError>(actor)
             })
             .await
             .cloned();
@@ -453,7 +404,7 @@ fn lifecycle_span(parent: Option<tracing::Id>, match_id: Uuid, request: &Lifecyc
 }
 
 /// Re-dispatches outbox rows left undispatched (after a crash or a bus failure).
-async fn sweep(shared: &Shared) -> Result<(), HostError> {
+async fn sweep(shared: &Shared) -> Result<(), MatchError> {
     const LIMIT: usize = 512;
     let rows = shared.store.undispatched(LIMIT).await?;
     let full = rows.len() == LIMIT;
@@ -481,7 +432,7 @@ async fn sweep(shared: &Shared) -> Result<(), HostError> {
             }
             Err(e) => {
                 shared.metrics.dispatch.with_label_values(&["failed"]).inc();
-                return Err(HostError::Unavailable(e.to_string()));
+                return Err(MatchError::Unavailable(e.to_string()));
             }
         }
     }
@@ -814,7 +765,7 @@ impl MatchActor {
         myself: &ActorRef<MatchMsg>,
         state: &mut MatchActorState,
         mut pending: Pending,
-    ) -> Result<juegoland_core::Commit, HostError> {
+    ) -> Result<juegoland_core::Commit, MatchError> {
         let started = Instant::now();
         let span = info_span!(
             "store.commit",
@@ -844,7 +795,7 @@ impl MatchActor {
                 // next request reloads from the store.
                 warn!(match_id = %pending.commit.match_id, "stale match actor fenced by the store; stopping");
                 myself.stop(Some("fenced".into()));
-                return Err(HostError::Unavailable("the match moved; retry the same command".into()));
+                return Err(MatchError::Unavailable("the match moved; retry the same command".into()));
             }
             Err(e) => return Err(e.into()),
         }
@@ -930,7 +881,7 @@ impl MatchActor {
         myself: &ActorRef<MatchMsg>,
         state: &mut MatchActorState,
         request: &LifecycleRequest,
-    ) -> Result<u64, HostError> {
+    ) -> Result<u64, MatchError> {
         let pending =
             self.shared.engine.lifecycle(state.live(), request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
                 let e = match e {
@@ -940,7 +891,7 @@ impl MatchActor {
                 if let LifecycleError::Fault(f) = &e {
                     state.fault = Some(f.0.clone());
                 }
-                HostError::Lifecycle(e)
+                MatchError::from(e)
             })?;
         let commit = self.commit(myself, state, pending).await?;
         Ok(commit.state.map(|s| s.revision).unwrap_or_default())
@@ -980,7 +931,7 @@ impl MatchActor {
                     m.local_deadline_lag.observe((now_ms() - due_ms).max(0) as f64 / 1000.0);
                 }
             }
-            Err(HostError::Lifecycle(LifecycleError::StaleDeadline | LifecycleError::Finished)) => {
+            Err(MatchError::Refused { refusal: Refusal::StaleDeadline | Refusal::MatchFinished, .. }) => {
                 m.local_deadlines.with_label_values(&["stale"]).inc();
             }
             Err(e) => {

@@ -4,7 +4,8 @@
 //! store on first use, passivated when idle, re-activated from the last committed state
 //! after a failure — the thin shell around the pure engine (clock, OS entropy), outbox
 //! dispatch to the bus and the sweeper that re-dispatches what a crash left behind, and
-//! built-in bot seats (decided off the actor, submitted like any seat's command).
+//! built-in bot seats (decided off the actor, submitted like any seat's command). The
+//! [`Host`] answers the match API (`juegoland_api::Matches`, in `matches.rs`).
 //! Must not use: any service crate, or know any game by name.
 
 mod host;
@@ -12,6 +13,5 @@ mod matches;
 pub mod metrics;
 pub mod shell;
 
-pub use host::{Host, HostConfig, HostError, MatchMsg, SyncReply};
-pub use matches::Matches;
+pub use host::{Host, HostConfig, MatchMsg};
 pub use metrics::Metrics;

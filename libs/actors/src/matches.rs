@@ -1,55 +1,13 @@
-//! What the edge needs from the matches, wherever they live: in this process ([`Host`]) or
-//! behind a router (the cluster's client implements the same trait), so the HTTP platform
-//! API and the gateway are one piece of code for the all-in-one and the cluster.
+//! The host's answer to the match API: each [`MatchRequest`] becomes a message to the
+//! match's actor (or, for a creation, the host's own creation), so the edge, the scheduler
+//! and a node's gRPC service reach the actors through the one [`Matches::call`].
 
-use std::collections::BTreeMap;
-
-use juegoland_core::{GameKey, LifecycleRequest, Registry, SeatHolder};
-use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
-use juegoland_sdk::Seat;
-use serde_json::Value;
 use std::sync::Arc;
-use uuid::Uuid;
 
-use crate::host::{Host, HostError, MatchMsg, SyncReply};
-use crate::shell::random_uuid;
+use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
+use juegoland_core::Registry;
 
-/// The match operations of the platform API and the gateway.
-#[async_trait::async_trait]
-pub trait Matches: Send + Sync + 'static {
-    /// The games this deployment runs (every process has the same catalog compiled in).
-    fn registry(&self) -> &Arc<Registry>;
-
-    /// Creates a match (revision 0); bot seats start playing.
-    async fn create_match(
-        &self,
-        game: &GameKey,
-        seats: BTreeMap<Seat, SeatHolder>,
-        config: &Value,
-    ) -> Result<Uuid, HostError>;
-
-    /// Submits a command from `principal`; the answer is a `game.ack` or a `game.error`.
-    async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError>;
-
-    /// Reads the current committed snapshot for `principal`'s seat (sync barrier step 2).
-    async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError>;
-
-    /// The receipt of a command, as a `game.ack`, or a `game.error`.
-    async fn command_status(
-        &self,
-        match_id: Uuid,
-        principal: &str,
-        command_id: Uuid,
-    ) -> Result<ServerMessage, HostError>;
-
-    /// A lifecycle operation: withdraw a seat, cancel the match (platform operations) or fire
-    /// a deadline at its generation (the scheduler's); returns the new revision. A refusal is
-    /// `HostError::Lifecycle` (e.g. `StaleDeadline` for a generation no longer current).
-    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError>;
-
-    /// The last committed revision of a match (for cursors).
-    async fn revision(&self, match_id: Uuid) -> Result<u64, HostError>;
-}
+use crate::host::{Host, MatchMsg};
 
 #[async_trait::async_trait]
 impl Matches for Host {
@@ -57,51 +15,58 @@ impl Matches for Host {
         &self.engine().registry
     }
 
-    async fn create_match(
-        &self,
-        game: &GameKey,
-        seats: BTreeMap<Seat, SeatHolder>,
-        config: &Value,
-    ) -> Result<Uuid, HostError> {
-        self.create_match_with_id(random_uuid(), game, seats, config).await
-    }
-
-    async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        let match_id = envelope.match_id;
-        let principal = principal.to_owned();
+    async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        // The caller's span (a node's `node.call`, a gateway's `gateway.command`) is the
+        // parent of the actor's span, so a command stays one trace.
         let span = tracing::Span::current();
-        self.call(match_id, move |reply| MatchMsg::Command {
-            principal: principal.clone(),
-            envelope: envelope.clone(),
-            reply,
-            span: span.clone(),
-        })
-        .await
-    }
-
-    async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        let principal = principal.to_owned();
-        self.call(match_id, move |reply| MatchMsg::Sync { principal: principal.clone(), reply }).await
-    }
-
-    async fn command_status(
-        &self,
-        match_id: Uuid,
-        principal: &str,
-        command_id: Uuid,
-    ) -> Result<ServerMessage, HostError> {
-        let principal = principal.to_owned();
-        self.call(match_id, move |reply| MatchMsg::CommandStatus { principal: principal.clone(), command_id, reply })
-            .await
-    }
-
-    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError> {
-        let span = tracing::Span::current();
-        self.call(match_id, move |reply| MatchMsg::Lifecycle { request: request.clone(), reply, span: span.clone() })
-            .await?
-    }
-
-    async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
-        self.call(match_id, |reply| MatchMsg::Revision { reply }).await
+        match request {
+            MatchRequest::Create { match_id, game, seats, config } => {
+                let match_id = self.create_match_with_id(match_id, &game, seats, &config).await?;
+                Ok(MatchReply::Created { match_id })
+            }
+            MatchRequest::Command { principal, envelope } => {
+                let match_id = envelope.match_id;
+                let answer = self
+                    .ask(match_id, move |reply| MatchMsg::Command {
+                        principal: principal.clone(),
+                        envelope: envelope.clone(),
+                        reply,
+                        span: span.clone(),
+                    })
+                    .await?;
+                Ok(MatchReply::Message(answer))
+            }
+            MatchRequest::CommandStatus { match_id, principal, command_id } => {
+                let answer = self
+                    .ask(match_id, move |reply| MatchMsg::CommandStatus {
+                        principal: principal.clone(),
+                        command_id,
+                        reply,
+                    })
+                    .await?;
+                Ok(MatchReply::Message(answer))
+            }
+            MatchRequest::Sync { match_id, principal } => {
+                let answer =
+                    self.ask(match_id, move |reply| MatchMsg::Sync { principal: principal.clone(), reply }).await?;
+                Ok(match answer {
+                    Ok(snapshot) => MatchReply::Snapshot(Box::new(snapshot)),
+                    Err(refusal) => MatchReply::Message(refusal.into()),
+                })
+            }
+            MatchRequest::Lifecycle { match_id, request } => {
+                let revision = self
+                    .ask(match_id, move |reply| MatchMsg::Lifecycle {
+                        request: request.clone(),
+                        reply,
+                        span: span.clone(),
+                    })
+                    .await??;
+                Ok(MatchReply::Revision(revision))
+            }
+            MatchRequest::Revision { match_id } => {
+                Ok(MatchReply::Revision(self.ask(match_id, |reply| MatchMsg::Revision { reply }).await?))
+            }
+        }
     }
 }

@@ -42,12 +42,7 @@ impl EntropySource for OsEntropy {
     }
 }
 
-/// A random (v4) UUID from OS entropy.
-pub fn random_uuid() -> uuid::Uuid {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's entropy source failed");
-    uuid::Builder::from_random_bytes(bytes).into_uuid()
-}
+pub use juegoland_api::random_uuid;
 
 /// A rules fault as logs and error messages show it: a digest and a length, never the text.
 /// A fault's message may be written by the game's rules or come from decoding its data, so it

@@ -18,9 +18,9 @@ use axum::http::{Method, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use juegoland_actors::{HostError, Matches};
+use juegoland_api::{MatchError, Matches};
 use juegoland_bus::Bus;
-use juegoland_core::{CreateError, GameKey, LifecycleRequest, SeatHolder};
+use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -216,6 +216,29 @@ async fn json_errors(response: Response) -> Response {
     Response::from_parts(parts, body.into_body())
 }
 
+/// A failure of the match API as the platform API tells it: the status of
+/// [`MatchError::wire`], its code, and the field a refusal is about.
+fn match_problem(e: MatchError, match_id: Option<Uuid>) -> Problem {
+    let status = StatusCode::from_u16(e.wire().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let code = e.code();
+    match e {
+        MatchError::Refused { refusal, message } => {
+            let p = problem(status, refusal.code(), message);
+            match refusal.field() {
+                Some(field) => p.at(field),
+                None => p,
+            }
+        }
+        MatchError::NotFound => problem(status, code, "no such match"),
+        MatchError::NotOwner(_) | MatchError::Unavailable(_) => problem(status, code, "retry later"),
+        MatchError::Invalid(m) => problem(status, code, m),
+        MatchError::Internal(m) => {
+            tracing::error!(match_id = ?match_id, error = %m, "match operation failed");
+            problem(status, code, "internal error")
+        }
+    }
+}
+
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
@@ -324,22 +347,7 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
             (seat, holder)
         })
         .collect();
-    let match_id = matches.create_match(&game.key(), seats, &req.config).await.map_err(|e| match e {
-        HostError::Create(CreateError::InvalidSeats(m)) => {
-            problem(StatusCode::BAD_REQUEST, "INVALID_SEATS", m).at("seats")
-        }
-        HostError::Create(CreateError::InvalidConfig(m)) => {
-            problem(StatusCode::BAD_REQUEST, "INVALID_CONFIG", m).at("config")
-        }
-        HostError::Create(CreateError::UnknownGame) => {
-            problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", "no such game").at("game")
-        }
-        HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
-        e => {
-            tracing::error!(error = %e, "create match failed");
-            problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
-        }
-    })?;
+    let match_id = matches.create_match(&game.key(), seats, &req.config).await.map_err(|e| match_problem(e, None))?;
     Ok((StatusCode::CREATED, Json(json!({ "matchId": match_id, "revision": 0 }))).into_response())
 }
 
@@ -388,25 +396,8 @@ async fn lifecycle<B: for<'de> Deserialize<'de>>(
     let not_found = || problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
     let match_id = Uuid::parse_str(&id).map_err(|_| not_found())?;
     let request = request(strict(body)?);
-    let revision = state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match e {
-        HostError::NotFound => not_found(),
-        HostError::Lifecycle(e) => match e.code() {
-            Some(code @ "INVALID_REASON") => problem(StatusCode::BAD_REQUEST, code, e.to_string()).at("reasonCode"),
-            Some(code @ ("UNKNOWN_SEAT" | "ALREADY_WITHDRAWN")) => {
-                problem(StatusCode::CONFLICT, code, e.to_string()).at("seat")
-            }
-            Some(code) => problem(StatusCode::CONFLICT, code, e.to_string()),
-            None => {
-                tracing::error!(match_id = %match_id, error = %e, "lifecycle operation failed");
-                problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
-            }
-        },
-        HostError::Unavailable(_) => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "retry later"),
-        e => {
-            tracing::error!(match_id = %match_id, error = %e, "lifecycle operation failed");
-            problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error")
-        }
-    })?;
+    let revision =
+        state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match_problem(e, Some(match_id)))?;
     Ok(Json(json!({ "revision": revision })).into_response())
 }
 

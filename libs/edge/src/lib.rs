@@ -5,10 +5,9 @@
 //! transports, WebSocket at `/v1/ws` and Socket.IO at `/socket.io` (event name = message
 //! type, token in the handshake's `auth.token`, the same messages on both), JWT
 //! verification, the platform's create/withdraw calls, the catalog, dev tokens, the page,
-//! `/metrics` and health. Must not use: any service crate, storage directly, or any game by
-//! name; it talks to matches only through the [`Host`].
-//!
-//! [`Host`]: juegoland_actors::Host
+//! `/metrics` and health. Must not use: any service crate, storage directly, the actor
+//! runtime, or any game by name; it talks to matches only through the match API
+//! ([`juegoland_api::Matches`]: the host in one process, the routers in a cluster).
 
 pub mod auth;
 mod http;

@@ -31,7 +31,7 @@ use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
 use futures::stream::BoxStream;
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
-use juegoland_actors::{HostError, Matches, SyncReply};
+use juegoland_api::{MatchError, Matches, SyncReply};
 use juegoland_bus::{Bus, BusItem};
 use juegoland_core::Publication;
 use juegoland_protocol::{
@@ -418,7 +418,7 @@ pub(crate) async fn serve_frames(
         match msg {
             ClientMessage::Sync(req) => {
                 subscriptions.retain(|_, s| !s.task.is_finished());
-                let subscription_id = format!("s-{}", juegoland_actors::shell::random_uuid());
+                let subscription_id = format!("s-{}", juegoland_api::random_uuid());
                 let match_id = req.match_id;
                 let task = tokio::spawn(subscribe(
                     gateway.clone(),
@@ -518,8 +518,8 @@ async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) 
     .await
 }
 
-fn host_error(gateway: &Gateway, e: &HostError, match_id: Option<Uuid>) -> ErrorMessage {
-    if !matches!(e, HostError::NotFound) {
+fn host_error(gateway: &Gateway, e: &MatchError, match_id: Option<Uuid>) -> ErrorMessage {
+    if !matches!(e, MatchError::NotFound) {
         warn!(error = %e, "host call failed");
     }
     let msg = e.to_error_message(match_id);
@@ -779,7 +779,7 @@ impl Live {
         // The first cursor comes at a random point of the first interval, so subscriptions
         // opened together (a reconnect storm, a gateway restart) do not read their cursors
         // together ever after.
-        let phase = juegoland_actors::shell::random_uuid().as_u128() % interval.as_micros().max(1);
+        let phase = juegoland_api::random_uuid().as_u128() % interval.as_micros().max(1);
         let first = tokio::time::Instant::now() + Duration::from_micros(phase as u64);
         let mut cursor = tokio::time::interval_at(first, interval);
         // A cursor showed this committed revision before its publication arrived: it gets
@@ -894,11 +894,11 @@ mod pending {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicU64, Ordering};
 
+    use juegoland_api::{MatchReply, MatchRequest};
     use juegoland_bus::LocalBus;
-    use juegoland_core::{GameKey, LifecycleRequest, Registry, SeatHolder};
+    use juegoland_core::{GameKey, Registry};
     use serde_json::{Value, json};
     use tokio::sync::Semaphore;
 
@@ -940,20 +940,18 @@ mod tests {
             &self.registry
         }
 
-        async fn create_match(
-            &self,
-            _: &GameKey,
-            _: BTreeMap<String, SeatHolder>,
-            _: &Value,
-        ) -> Result<Uuid, HostError> {
-            Err(HostError::NotFound)
+        async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+            match request {
+                MatchRequest::Sync { match_id, .. } => Ok(MatchReply::Snapshot(Box::new(self.read(match_id).await))),
+                MatchRequest::Revision { .. } => Ok(MatchReply::Revision(self.committed.load(Ordering::SeqCst))),
+                _ => Err(MatchError::NotFound),
+            }
         }
+    }
 
-        async fn command(&self, _: &str, _: CommandEnvelope) -> Result<ServerMessage, HostError> {
-            Err(HostError::NotFound)
-        }
-
-        async fn sync(&self, match_id: Uuid, _: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
+    impl GatedMatches {
+        /// A sync read: counted, then held until a permit is given.
+        async fn read(&self, match_id: Uuid) -> SyncReply {
             self.reads.fetch_add(1, Ordering::SeqCst);
             self.permits.acquire().await.expect("the semaphore stays open").forget();
             let revision = self.committed.load(Ordering::SeqCst);
@@ -970,26 +968,14 @@ mod tests {
                 result: None,
                 events: Vec::new(),
             };
-            Ok(Ok(SyncReply {
+            SyncReply {
                 seat: "p0".into(),
                 revision,
                 game: GameKey { id: "g".into(), rules_version: "1".into() },
                 view_schema_version: 1,
                 event_schema_version: 1,
                 snapshot: ServerMessage::Snapshot(Box::new(snapshot)),
-            }))
-        }
-
-        async fn command_status(&self, _: Uuid, _: &str, _: Uuid) -> Result<ServerMessage, HostError> {
-            Err(HostError::NotFound)
-        }
-
-        async fn lifecycle(&self, _: Uuid, _: LifecycleRequest) -> Result<u64, HostError> {
-            Err(HostError::NotFound)
-        }
-
-        async fn revision(&self, _: Uuid) -> Result<u64, HostError> {
-            Ok(self.committed.load(Ordering::SeqCst))
+            }
         }
     }
 

@@ -35,16 +35,16 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use juegoland_actors::shell::now_ms;
-use juegoland_actors::{Host, HostConfig, HostError, Matches, Metrics, SyncReply};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
 use juegoland_bus::LocalBus;
-use juegoland_core::{Engine, GameKey, LifecycleRequest, Registry, SeatHolder};
-use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
+use juegoland_core::{Engine, GameKey, Registry, SeatHolder};
 use juegoland_roles::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_sdk::SplitMix64;
 use juegoland_store::{PgStore, Store};
 use juegoland_testkit::TestSchema;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::Connection;
 use uuid::Uuid;
 
@@ -68,25 +68,13 @@ impl Matches for Timed {
     fn registry(&self) -> &Arc<Registry> {
         self.host.registry()
     }
-    async fn create_match(&self, g: &GameKey, s: BTreeMap<String, SeatHolder>, c: &Value) -> Result<Uuid, HostError> {
-        self.host.create_match(g, s, c).await
-    }
-    async fn command(&self, p: &str, e: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        self.host.command(p, e).await
-    }
-    async fn sync(&self, m: Uuid, p: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        self.host.sync(m, p).await
-    }
-    async fn command_status(&self, m: Uuid, p: &str, c: Uuid) -> Result<ServerMessage, HostError> {
-        self.host.command_status(m, p, c).await
-    }
-    async fn lifecycle(&self, m: Uuid, r: LifecycleRequest) -> Result<u64, HostError> {
-        let revision = self.host.lifecycle(m, r).await?;
-        self.answered.lock().push((m, now_ms()));
-        Ok(revision)
-    }
-    async fn revision(&self, m: Uuid) -> Result<u64, HostError> {
-        self.host.revision(m).await
+    async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        let firing = matches!(request, MatchRequest::Lifecycle { .. }).then(|| request.match_id());
+        let reply = self.host.call(request).await?;
+        if let Some(m) = firing {
+            self.answered.lock().push((m, now_ms()));
+        }
+        Ok(reply)
     }
 }
 

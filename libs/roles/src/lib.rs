@@ -4,9 +4,8 @@
 //! deadlines in the store and fires them through any `Matches`).
 //!
 //! Owns: the node and router gRPC services ([`NodeService`], [`RouterService`]), the
-//! [`Forwarder`] (which implements the edge's `Matches`, so the same HTTP code serves the
-//! all-in-one and a router), the single mapping between host failures and wire failures
-//! (`errors.rs`), the [`Scheduler`] loop (`scheduler.rs`), and the processes' start-up,
+//! [`Forwarder`] and [`RouterCalls`] (which implement the match API's `Matches`, so the
+//! same edge code serves the all-in-one, a router and a gateway), the [`Scheduler`] loop (`scheduler.rs`), and the processes' start-up,
 //! drain on SIGTERM and self-fence on a lost lease (`serve.rs`). Must not use: any service
 //! crate, or know any game by name (the catalog is passed in).
 //!
@@ -17,15 +16,13 @@
 //! and `store.commit` follow, and the commit's context travels on with its publications to
 //! every gateway's `gateway.deliver`, so one command is one trace across the processes.
 
-mod errors;
 mod node;
 mod router;
 mod scheduler;
 mod serve;
 
-pub use errors::{to_host, to_rpc};
 pub use node::{NodeMetrics, NodeService};
-pub use router::{Calls, Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
+pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
     GatewayConfig, NodeConfig, RouterConfig, SchedulerConfig, register_process_metrics, run_gateway, run_node,

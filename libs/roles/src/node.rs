@@ -1,5 +1,5 @@
-//! The node's gRPC service: the match-scoped calls a router forwards, answered by the
-//! [`Host`] for the matches this node owns on the ring.
+//! The node's gRPC service: the match requests a router forwards, answered by the
+//! [`Host`] (through the match API's one `call`) for the matches this node owns on the ring.
 //!
 //! A call for a match the ring gives to another node is refused with `NOT_OWNER` (after
 //! one refresh of the membership, in case this node's view is the stale one); a draining
@@ -11,15 +11,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use juegoland_actors::{Host, Matches};
-use juegoland_core::LifecycleRequest;
-use juegoland_rpc::{RpcError, pb};
+use juegoland_actors::Host;
+use juegoland_api::{MatchError, Matches};
+use juegoland_rpc::pb;
 use prometheus::{HistogramVec, IntCounterVec, Registry};
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info, info_span};
 use uuid::Uuid;
 
-use crate::errors::to_rpc;
 use juegoland_cluster::Membership;
 
 /// Metrics of the node's gRPC service.
@@ -108,9 +107,9 @@ impl NodeService {
     }
 
     /// Admits a call for `match_id`, or says why not.
-    async fn admit(&self, match_id: Uuid) -> Result<(), RpcError> {
+    async fn admit(&self, match_id: Uuid) -> Result<(), MatchError> {
         if !self.is_serving() {
-            return Err(RpcError::Unavailable(format!("node {} is not serving", self.inner.node_id)));
+            return Err(MatchError::Unavailable(format!("node {} is not serving", self.inner.node_id)));
         }
         if self.owns(match_id) {
             return Ok(());
@@ -120,24 +119,17 @@ impl NodeService {
         let ring = self.inner.membership.ring();
         match ring.owner(match_id) {
             Some(m) if m.incarnation == self.inner.incarnation => Ok(()),
-            Some(m) => Err(RpcError::NotOwner(format!("match {match_id} belongs to node {}", m.node_id))),
-            None => Err(RpcError::Unavailable("no live member in the ring".into())),
+            Some(m) => Err(MatchError::NotOwner(format!("match {match_id} belongs to node {}", m.node_id))),
+            None => Err(MatchError::Unavailable("no live member in the ring".into())),
         }
     }
 
-    /// Runs one call: admission, the operation, metrics and a span carrying the match id
-    /// and the caller's trace context.
-    async fn serve<T, F, Fut>(
-        &self,
-        op: &'static str,
-        metadata: &tonic::metadata::MetadataMap,
-        match_id: Result<Uuid, RpcError>,
-        f: F,
-    ) -> Result<Response<T>, Status>
-    where
-        F: FnOnce(Uuid) -> Fut,
-        Fut: Future<Output = Result<T, RpcError>>,
-    {
+    /// Serves one match request: validation, admission, the host's answer, metrics, and a
+    /// `node.call` span carrying the match and command ids and the caller's trace context.
+    async fn serve(&self, request: Request<pb::MatchRequest>) -> Result<pb::MatchReply, MatchError> {
+        let (metadata, _, wire) = request.into_parts();
+        let request = juegoland_rpc::request(wire);
+        let op = request.as_ref().map_or("invalid", |r| r.op());
         let started = Instant::now();
         let span = info_span!(
             "node.call",
@@ -146,136 +138,31 @@ impl NodeService {
             command_id = tracing::field::Empty,
             node_id = %self.inner.node_id,
         );
-        juegoland_telemetry::set_parent(&span, juegoland_telemetry::extract(metadata));
+        juegoland_telemetry::set_parent(&span, juegoland_telemetry::extract(&metadata));
         let result = async {
-            let match_id = match_id?;
-            tracing::Span::current().record("match_id", tracing::field::display(match_id));
-            self.admit(match_id).await?;
-            f(match_id).await
+            let request = request?;
+            let current = tracing::Span::current();
+            current.record("match_id", tracing::field::display(request.match_id()));
+            if let Some(command_id) = request.command_id() {
+                current.record("command_id", tracing::field::display(command_id));
+            }
+            self.admit(request.match_id()).await?;
+            self.inner.host.call(request).await
         }
         .instrument(span)
         .await;
         let m = &self.inner.metrics;
         m.seconds.with_label_values(&[op]).observe(started.elapsed().as_secs_f64());
-        let outcome = result.as_ref().map_or_else(RpcError::label, |_| "ok");
+        let outcome = result.as_ref().map_or_else(MatchError::label, |_| "ok");
         m.calls.with_label_values(&[op, outcome]).inc();
-        result.map(Response::new).map_err(Status::from)
+        result.map(|reply| juegoland_rpc::reply_to_pb(&reply))
     }
-}
-
-fn lifecycle_reply(revision: u64) -> pb::LifecycleReply {
-    pb::LifecycleReply { revision }
 }
 
 #[tonic::async_trait]
 impl pb::node_server::Node for NodeService {
-    async fn create_match(
-        &self,
-        request: Request<pb::CreateMatchRequest>,
-    ) -> Result<Response<pb::CreateMatchReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("create_match", &metadata, match_id, |match_id| async move {
-            let game = juegoland_rpc::game_key(req.game)?;
-            let seats = juegoland_rpc::seats(req.seats)?;
-            let config = juegoland_rpc::json_field("config_json", &req.config_json)?;
-            let id = self.inner.host.create_match_with_id(match_id, &game, seats, &config).await.map_err(to_rpc)?;
-            Ok(pb::CreateMatchReply { match_id: id.to_string(), revision: 0 })
-        })
-        .await
-    }
-
-    async fn submit_command(
-        &self,
-        request: Request<pb::SubmitCommandRequest>,
-    ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let envelope = juegoland_rpc::envelope(&req.envelope_json);
-        let match_id = envelope.as_ref().map(|e| e.match_id).map_err(Clone::clone);
-        self.serve("submit_command", &metadata, match_id, |_| async move {
-            let envelope = envelope?;
-            tracing::Span::current().record("command_id", tracing::field::display(envelope.command_id));
-            let answer = self.inner.host.command(&req.principal, envelope).await.map_err(to_rpc)?;
-            Ok(pb::ServerMessageReply { message_json: juegoland_rpc::server_message_to_json(&answer) })
-        })
-        .await
-    }
-
-    async fn command_status(
-        &self,
-        request: Request<pb::CommandStatusRequest>,
-    ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("command_status", &metadata, match_id, |match_id| async move {
-            let command_id = juegoland_rpc::uuid_field("command_id", &req.command_id)?;
-            let answer = self.inner.host.command_status(match_id, &req.principal, command_id).await.map_err(to_rpc)?;
-            Ok(pb::ServerMessageReply { message_json: juegoland_rpc::server_message_to_json(&answer) })
-        })
-        .await
-    }
-
-    async fn sync(&self, request: Request<pb::SyncRequest>) -> Result<Response<pb::SyncReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("sync", &metadata, match_id, |match_id| async move {
-            let outcome = match self.inner.host.sync(match_id, &req.principal).await.map_err(to_rpc)? {
-                Ok(reply) => pb::sync_reply::Outcome::Snapshot(pb::SyncSnapshot {
-                    seat: reply.seat,
-                    revision: reply.revision,
-                    game: Some(juegoland_rpc::game_key_to_pb(&reply.game)),
-                    view_schema_version: reply.view_schema_version,
-                    event_schema_version: reply.event_schema_version,
-                    snapshot_json: juegoland_rpc::server_message_to_json(&reply.snapshot),
-                }),
-                Err(e) => pb::sync_reply::Outcome::ErrorJson(juegoland_rpc::server_message_to_json(&e.into())),
-            };
-            Ok(pb::SyncReply { outcome: Some(outcome) })
-        })
-        .await
-    }
-
-    async fn withdraw(&self, request: Request<pb::WithdrawRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("withdraw", &metadata, match_id, |match_id| async move {
-            let request = LifecycleRequest::Withdraw { seat: req.seat };
-            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
-        })
-        .await
-    }
-
-    async fn fire_deadline(
-        &self,
-        request: Request<pb::FireDeadlineRequest>,
-    ) -> Result<Response<pb::LifecycleReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("fire_deadline", &metadata, match_id, |match_id| async move {
-            let request = LifecycleRequest::FireDeadline { id: req.deadline_id, generation: req.generation };
-            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
-        })
-        .await
-    }
-
-    async fn cancel(&self, request: Request<pb::CancelRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("cancel", &metadata, match_id, |match_id| async move {
-            let request = LifecycleRequest::Cancel { reason_code: req.reason_code };
-            self.inner.host.lifecycle(match_id, request).await.map(lifecycle_reply).map_err(to_rpc)
-        })
-        .await
-    }
-
-    async fn revision(&self, request: Request<pb::RevisionRequest>) -> Result<Response<pb::RevisionReply>, Status> {
-        let (metadata, _, req) = request.into_parts();
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id);
-        self.serve("revision", &metadata, match_id, |match_id| async move {
-            let revision = self.inner.host.revision(match_id).await.map_err(to_rpc)?;
-            Ok(pb::RevisionReply { revision })
-        })
-        .await
+    async fn call(&self, request: Request<pb::MatchRequest>) -> Result<Response<pb::MatchReply>, Status> {
+        self.serve(request).await.map(Response::new).map_err(|e| juegoland_rpc::to_status(&e))
     }
 
     async fn status(&self, _: Request<pb::NodeStatusRequest>) -> Result<Response<pb::NodeStatusReply>, Status> {

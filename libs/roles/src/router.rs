@@ -3,26 +3,23 @@
 //! (every forwarded call is idempotent: commands by their receipt, creations by the match
 //! id the router chose) until the retry budget is spent.
 //!
-//! [`Forwarder`] implements [`Matches`], so the edge's HTTP platform API runs unchanged on
-//! a router; [`RouterService`] serves the same operations over gRPC.
+//! [`Forwarder`] implements the match API ([`Matches`]), so the edge's HTTP platform API
+//! runs unchanged on a router; [`RouterService`] serves the same requests over gRPC, and
+//! [`RouterCalls`] is a gateway's or a scheduler's [`Matches`] through the routers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use juegoland_actors::{HostError, Matches, SyncReply};
-use juegoland_core::{GameKey, LifecycleRequest, Registry, SeatHolder};
-use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
-use juegoland_rpc::{RpcError, pb};
+use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
+use juegoland_core::Registry;
+use juegoland_rpc::pb;
 use juegoland_telemetry::Context as TraceContext;
 use prometheus::{HistogramVec, IntCounterVec};
-use serde_json::Value;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, debug, info_span};
-use uuid::Uuid;
 
-use crate::errors::to_host;
 use juegoland_cluster::Membership;
 
 type NodeClient = pb::node_client::NodeClient<Channel>;
@@ -87,17 +84,7 @@ impl RouterMetrics {
             &["op"],
         )?;
         // The retryable failures of every operation are known: their series start at 0.
-        let ops = [
-            "create_match",
-            "submit_command",
-            "command_status",
-            "sync",
-            "withdraw",
-            "fire_deadline",
-            "cancel",
-            "revision",
-        ];
-        for op in ops {
+        for op in MatchRequest::OPS {
             for reason in ["not_owner", "unavailable"] {
                 retries.with_label_values(&[op, reason]);
             }
@@ -141,13 +128,13 @@ impl Forwarder {
         &self.inner.membership
     }
 
-    fn client(&self, address: &str) -> Result<NodeClient, RpcError> {
+    fn client(&self, address: &str) -> Result<NodeClient, MatchError> {
         let mut channels = self.inner.channels.lock();
         if let Some(c) = channels.get(address) {
             return Ok(c.clone());
         }
         let endpoint = Endpoint::from_shared(address.to_owned())
-            .map_err(|e| RpcError::Internal(format!("node address {address:?}: {e}")))?
+            .map_err(|e| MatchError::Internal(format!("node address {address:?}: {e}")))?
             .connect_timeout(self.inner.budget.connect_timeout)
             .timeout(self.inner.budget.call_timeout)
             .tcp_nodelay(true);
@@ -156,21 +143,13 @@ impl Forwarder {
         Ok(client)
     }
 
-    /// Calls the owner of `match_id` with `call`, retrying retryable failures on a fresh
-    /// view of the ring until the budget is spent. The `router.forward` span continues
-    /// `parent` (the caller's trace context) when given; `call` builds its request with
-    /// [`request`], so every attempt carries this span's context to the node.
-    pub async fn forward<T, F, Fut>(
-        &self,
-        op: &'static str,
-        match_id: Uuid,
-        parent: Option<TraceContext>,
-        call: F,
-    ) -> Result<T, RpcError>
-    where
-        F: Fn(NodeClient) -> Fut,
-        Fut: Future<Output = Result<Response<T>, Status>>,
-    {
+    /// Calls the owner of the request's match, retrying retryable failures on a fresh view
+    /// of the ring until the budget is spent (every request is idempotent: commands by their
+    /// receipt, creations by their match id). The `router.forward` span continues `parent`
+    /// (the caller's trace context) when given, and every attempt carries its context to
+    /// the node.
+    pub async fn forward(&self, parent: Option<TraceContext>, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        let (op, match_id) = (request.op(), request.match_id());
         let span = info_span!(
             "router.forward",
             op,
@@ -178,9 +157,13 @@ impl Forwarder {
             command_id = tracing::field::Empty,
             node_id = tracing::field::Empty,
         );
+        if let Some(command_id) = request.command_id() {
+            span.record("command_id", tracing::field::display(command_id));
+        }
         if let Some(parent) = parent {
             juegoland_telemetry::set_parent(&span, parent);
         }
+        let wire = juegoland_rpc::request_to_pb(&request);
         async {
             let budget = &self.inner.budget;
             let m = &self.inner.metrics;
@@ -189,19 +172,19 @@ impl Forwarder {
             loop {
                 let ring = self.inner.membership.ring();
                 let error = match ring.owner(match_id) {
-                    None => RpcError::Unavailable("no live node in the ring".into()),
+                    None => MatchError::Unavailable("no live node in the ring".into()),
                     Some(owner) => {
                         tracing::Span::current().record("node_id", owner.node_id.as_str());
-                        let client = self.client(&owner.address)?;
+                        let mut client = self.client(&owner.address)?;
                         let started = Instant::now();
-                        let result = call(client).await;
+                        let result = client.call(with_context(wire.clone())).await;
                         m.hop_seconds.with_label_values(&[op]).observe(started.elapsed().as_secs_f64());
                         match result {
                             Ok(reply) => {
                                 m.forwards.with_label_values(&[op, "ok"]).inc();
-                                return Ok(reply.into_inner());
+                                return juegoland_rpc::reply(reply.into_inner());
                             }
-                            Err(status) => RpcError::from(status),
+                            Err(status) => juegoland_rpc::from_status(&status),
                         }
                     }
                 };
@@ -219,193 +202,30 @@ impl Forwarder {
         .instrument(span)
         .await
     }
+}
 
-    async fn create(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::CreateMatchRequest,
-    ) -> Result<pb::CreateMatchReply, RpcError> {
-        let match_id = if req.match_id.is_empty() {
-            juegoland_actors::shell::random_uuid()
-        } else {
-            juegoland_rpc::uuid_field("match_id", &req.match_id)?
-        };
-        let req = pb::CreateMatchRequest { match_id: match_id.to_string(), ..req };
-        self.forward("create_match", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.create_match(req).await }
-        })
-        .await
+#[async_trait::async_trait]
+impl Matches for Forwarder {
+    fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
     }
 
-    async fn submit(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::SubmitCommandRequest,
-    ) -> Result<pb::ServerMessageReply, RpcError> {
-        let envelope = juegoland_rpc::envelope(&req.envelope_json)?;
-        let (match_id, command_id) = (envelope.match_id, envelope.command_id);
-        self.forward("submit_command", match_id, parent, |mut c| {
-            // Inside the `router.forward` span.
-            tracing::Span::current().record("command_id", tracing::field::display(command_id));
-            let req = request(req.clone());
-            async move { c.submit_command(req).await }
-        })
-        .await
-    }
-
-    async fn status_of(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::CommandStatusRequest,
-    ) -> Result<pb::ServerMessageReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("command_status", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.command_status(req).await }
-        })
-        .await
-    }
-
-    async fn sync_of(&self, parent: Option<TraceContext>, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("sync", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.sync(req).await }
-        })
-        .await
-    }
-
-    async fn withdraw_of(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::WithdrawRequest,
-    ) -> Result<pb::LifecycleReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("withdraw", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.withdraw(req).await }
-        })
-        .await
-    }
-
-    async fn fire_of(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::FireDeadlineRequest,
-    ) -> Result<pb::LifecycleReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("fire_deadline", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.fire_deadline(req).await }
-        })
-        .await
-    }
-
-    async fn cancel_of(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::CancelRequest,
-    ) -> Result<pb::LifecycleReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("cancel", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.cancel(req).await }
-        })
-        .await
-    }
-
-    async fn revision_of(
-        &self,
-        parent: Option<TraceContext>,
-        req: pb::RevisionRequest,
-    ) -> Result<pb::RevisionReply, RpcError> {
-        let match_id = juegoland_rpc::uuid_field("match_id", &req.match_id)?;
-        self.forward("revision", match_id, parent, |mut c| {
-            let req = request(req.clone());
-            async move { c.revision(req).await }
-        })
-        .await
+    async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        self.forward(None, request).await
     }
 }
 
-/// A request to a node carrying the current span's trace context (inside `forward`, the
+/// A request carrying the current span's trace context (inside `forward`, the
 /// `router.forward` span's).
-fn request<T>(message: T) -> Request<T> {
+fn with_context<T>(message: T) -> Request<T> {
     let mut request = Request::new(message);
     juegoland_telemetry::inject(request.metadata_mut());
     request
 }
 
-/// A sync reply from the wire.
-fn sync_reply(reply: pb::SyncReply) -> Result<Result<SyncReply, ErrorMessage>, RpcError> {
-    match reply.outcome {
-        Some(pb::sync_reply::Outcome::Snapshot(s)) => Ok(Ok(SyncReply {
-            seat: s.seat,
-            revision: s.revision,
-            game: juegoland_rpc::game_key(s.game)?,
-            view_schema_version: s.view_schema_version,
-            event_schema_version: s.event_schema_version,
-            snapshot: juegoland_rpc::server_message(&s.snapshot_json)?,
-        })),
-        Some(pb::sync_reply::Outcome::ErrorJson(json)) => match juegoland_rpc::server_message(&json)? {
-            ServerMessage::Error(e) => Ok(Err(e)),
-            other => Err(RpcError::Internal(format!("sync answered {}", other.message_type()))),
-        },
-        None => Err(RpcError::Internal("empty sync reply".into())),
-    }
-}
-
-/// The match-scoped calls of the API as wire messages. A router makes them by forwarding
-/// to owners ([`Forwarder`]); a gateway by calling a router ([`RouterCalls`]). [`Remote`]
-/// turns either into the edge's [`Matches`], so the conversions live in one place.
-#[async_trait::async_trait]
-pub trait Calls: Send + Sync + 'static {
-    fn registry(&self) -> &Arc<Registry>;
-    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError>;
-    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError>;
-    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError>;
-    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError>;
-    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError>;
-    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError>;
-    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError>;
-    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError>;
-}
-
-#[async_trait::async_trait]
-impl Calls for Forwarder {
-    fn registry(&self) -> &Arc<Registry> {
-        &self.inner.registry
-    }
-    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
-        Forwarder::create(self, None, req).await
-    }
-    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
-        Forwarder::submit(self, None, req).await
-    }
-    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
-        self.status_of(None, req).await
-    }
-    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
-        self.sync_of(None, req).await
-    }
-    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
-        self.withdraw_of(None, req).await
-    }
-    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
-        self.fire_of(None, req).await
-    }
-    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
-        self.cancel_of(None, req).await
-    }
-    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
-        self.revision_of(None, req).await
-    }
-}
-
-/// A gateway's calls: to the routers (one channel balanced over every router address; the
-/// routers retry on owners, so a transport failure here is answered `UNAVAILABLE` and the
-/// client retries the same command).
+/// A gateway's or a scheduler's calls: to the routers (one channel balanced over every
+/// router address; the routers retry on owners, so a transport failure here is answered
+/// `UNAVAILABLE` and the client retries the same command).
 #[derive(Clone)]
 pub struct RouterCalls {
     client: pb::router_client::RouterClient<Channel>,
@@ -414,13 +234,13 @@ pub struct RouterCalls {
 
 impl RouterCalls {
     /// Calls to the routers at `addresses` (`http://host:port`), balanced.
-    pub fn new(addresses: &[String], registry: Arc<Registry>, call_timeout: Duration) -> Result<Self, RpcError> {
+    pub fn new(addresses: &[String], registry: Arc<Registry>, call_timeout: Duration) -> Result<Self, MatchError> {
         let endpoints = addresses
             .iter()
             .map(|a| {
                 Endpoint::from_shared(a.clone())
                     .map(|e| e.timeout(call_timeout).connect_timeout(Duration::from_millis(500)).tcp_nodelay(true))
-                    .map_err(|e| RpcError::Internal(format!("router address {a:?}: {e}")))
+                    .map_err(|e| MatchError::Internal(format!("router address {a:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let channel = Channel::balance_list(endpoints.into_iter());
@@ -429,123 +249,23 @@ impl RouterCalls {
 }
 
 #[async_trait::async_trait]
-impl Calls for RouterCalls {
+impl Matches for RouterCalls {
     fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
-    async fn create(&self, req: pb::CreateMatchRequest) -> Result<pb::CreateMatchReply, RpcError> {
-        Ok(self.client.clone().create_match(request(req)).await?.into_inner())
-    }
-    async fn submit(&self, req: pb::SubmitCommandRequest) -> Result<pb::ServerMessageReply, RpcError> {
-        Ok(self.client.clone().submit_command(request(req)).await?.into_inner())
-    }
-    async fn command_status(&self, req: pb::CommandStatusRequest) -> Result<pb::ServerMessageReply, RpcError> {
-        Ok(self.client.clone().command_status(request(req)).await?.into_inner())
-    }
-    async fn sync(&self, req: pb::SyncRequest) -> Result<pb::SyncReply, RpcError> {
-        Ok(self.client.clone().sync(request(req)).await?.into_inner())
-    }
-    async fn withdraw(&self, req: pb::WithdrawRequest) -> Result<pb::LifecycleReply, RpcError> {
-        Ok(self.client.clone().withdraw(request(req)).await?.into_inner())
-    }
-    async fn fire_deadline(&self, req: pb::FireDeadlineRequest) -> Result<pb::LifecycleReply, RpcError> {
-        Ok(self.client.clone().fire_deadline(request(req)).await?.into_inner())
-    }
-    async fn cancel(&self, req: pb::CancelRequest) -> Result<pb::LifecycleReply, RpcError> {
-        Ok(self.client.clone().cancel(request(req)).await?.into_inner())
-    }
-    async fn revision(&self, req: pb::RevisionRequest) -> Result<pb::RevisionReply, RpcError> {
-        Ok(self.client.clone().revision(request(req)).await?.into_inner())
-    }
-}
 
-/// The edge's [`Matches`] over wire calls.
-pub struct Remote<C>(pub C);
-
-#[async_trait::async_trait]
-impl<C: Calls> Matches for Remote<C> {
-    fn registry(&self) -> &Arc<Registry> {
-        self.0.registry()
-    }
-
-    async fn create_match(
-        &self,
-        game: &GameKey,
-        seats: BTreeMap<String, SeatHolder>,
-        config: &Value,
-    ) -> Result<Uuid, HostError> {
-        let req = pb::CreateMatchRequest {
-            match_id: String::new(),
-            game: Some(juegoland_rpc::game_key_to_pb(game)),
-            seats: juegoland_rpc::seats_to_pb(&seats),
-            config_json: config.to_string(),
-        };
-        let reply = self.0.create(req).await.map_err(to_host)?;
-        juegoland_rpc::uuid_field("match_id", &reply.match_id).map_err(to_host)
-    }
-
-    async fn command(&self, principal: &str, envelope: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        let req = pb::SubmitCommandRequest {
-            principal: principal.to_owned(),
-            envelope_json: juegoland_rpc::envelope_to_json(&envelope),
-        };
-        let reply = self.0.submit(req).await.map_err(to_host)?;
-        juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
-    }
-
-    async fn sync(&self, match_id: Uuid, principal: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        let req = pb::SyncRequest { match_id: match_id.to_string(), principal: principal.to_owned() };
-        let reply = self.0.sync(req).await.map_err(to_host)?;
-        sync_reply(reply).map_err(to_host)
-    }
-
-    async fn command_status(
-        &self,
-        match_id: Uuid,
-        principal: &str,
-        command_id: Uuid,
-    ) -> Result<ServerMessage, HostError> {
-        let req = pb::CommandStatusRequest {
-            match_id: match_id.to_string(),
-            principal: principal.to_owned(),
-            command_id: command_id.to_string(),
-        };
-        let reply = self.0.command_status(req).await.map_err(to_host)?;
-        juegoland_rpc::server_message(&reply.message_json).map_err(to_host)
-    }
-
-    async fn lifecycle(&self, match_id: Uuid, request: LifecycleRequest) -> Result<u64, HostError> {
-        let match_id = match_id.to_string();
-        let reply = match request {
-            LifecycleRequest::Withdraw { seat } => self.0.withdraw(pb::WithdrawRequest { match_id, seat }).await,
-            LifecycleRequest::FireDeadline { id, generation } => {
-                self.0.fire_deadline(pb::FireDeadlineRequest { match_id, deadline_id: id, generation }).await
-            }
-            LifecycleRequest::Cancel { reason_code } => {
-                self.0.cancel(pb::CancelRequest { match_id, reason_code }).await
-            }
-        };
-        Ok(reply.map_err(to_host)?.revision)
-    }
-
-    async fn revision(&self, match_id: Uuid) -> Result<u64, HostError> {
-        let req = pb::RevisionRequest { match_id: match_id.to_string() };
-        Ok(self.0.revision(req).await.map_err(to_host)?.revision)
+    async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        let wire = juegoland_rpc::request_to_pb(&request);
+        match self.client.clone().call(with_context(wire)).await {
+            Ok(reply) => juegoland_rpc::reply(reply.into_inner()),
+            Err(status) => Err(juegoland_rpc::from_status(&status)),
+        }
     }
 }
 
 /// The router's gRPC service over a [`Forwarder`].
 #[derive(Clone)]
 pub struct RouterService(pub Forwarder);
-
-/// The trace context the caller (a gateway, the platform, a test) sent, if any.
-fn parent<T>(request: &Request<T>) -> Option<TraceContext> {
-    Some(juegoland_telemetry::extract(request.metadata()))
-}
-
-fn reply<T>(r: Result<T, RpcError>) -> Result<Response<T>, Status> {
-    r.map(Response::new).map_err(Status::from)
-}
 
 #[tonic::async_trait]
 impl pb::router_server::Router for RouterService {
@@ -572,47 +292,16 @@ impl pb::router_server::Router for RouterService {
         Ok(Response::new(pb::ListGamesReply { games }))
     }
 
-    async fn create_match(
-        &self,
-        request: Request<pb::CreateMatchRequest>,
-    ) -> Result<Response<pb::CreateMatchReply>, Status> {
-        reply(self.0.create(parent(&request), request.into_inner()).await)
-    }
-
-    async fn submit_command(
-        &self,
-        request: Request<pb::SubmitCommandRequest>,
-    ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        reply(self.0.submit(parent(&request), request.into_inner()).await)
-    }
-
-    async fn command_status(
-        &self,
-        request: Request<pb::CommandStatusRequest>,
-    ) -> Result<Response<pb::ServerMessageReply>, Status> {
-        reply(self.0.status_of(parent(&request), request.into_inner()).await)
-    }
-
-    async fn sync(&self, request: Request<pb::SyncRequest>) -> Result<Response<pb::SyncReply>, Status> {
-        reply(self.0.sync_of(parent(&request), request.into_inner()).await)
-    }
-
-    async fn withdraw(&self, request: Request<pb::WithdrawRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
-        reply(self.0.withdraw_of(parent(&request), request.into_inner()).await)
-    }
-
-    async fn fire_deadline(
-        &self,
-        request: Request<pb::FireDeadlineRequest>,
-    ) -> Result<Response<pb::LifecycleReply>, Status> {
-        reply(self.0.fire_of(parent(&request), request.into_inner()).await)
-    }
-
-    async fn cancel(&self, request: Request<pb::CancelRequest>) -> Result<Response<pb::LifecycleReply>, Status> {
-        reply(self.0.cancel_of(parent(&request), request.into_inner()).await)
-    }
-
-    async fn revision(&self, request: Request<pb::RevisionRequest>) -> Result<Response<pb::RevisionReply>, Status> {
-        reply(self.0.revision_of(parent(&request), request.into_inner()).await)
+    async fn call(&self, request: Request<pb::MatchRequest>) -> Result<Response<pb::MatchReply>, Status> {
+        // The trace context the caller (a gateway, the platform, a test) sent, if any.
+        let parent = Some(juegoland_telemetry::extract(request.metadata()));
+        let result = match juegoland_rpc::request(request.into_inner()) {
+            Ok(request) => self.0.forward(parent, request).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(reply) => Ok(Response::new(juegoland_rpc::reply_to_pb(&reply))),
+            Err(e) => Err(juegoland_rpc::to_status(&e)),
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! Each replica polls the store for a batch of due pending deadlines and claims them for a
 //! lease ([`Store::claim_deadlines`]: no other replica gets them meanwhile), then fires each
 //! through a [`Matches`] with its generation — the [`Host`](juegoland_actors::Host) in the
-//! all-in-one process, `Remote<RouterCalls>` (through the routers) in a cluster. The match
+//! all-in-one process, `RouterCalls` (through the routers) in a cluster. The match
 //! checks the generation under its lock and commits the consumption with the transition, so
 //! safety never rests on a claim: a replica that dies leaves claims that expire and are
 //! claimed again, and a firing that races another (or a replaced generation) is refused as
@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use juegoland_actors::shell::now_ms;
-use juegoland_actors::{HostError, Matches};
-use juegoland_core::{LifecycleError, LifecycleRequest};
+use juegoland_api::{MatchError, Matches, Refusal};
+use juegoland_core::LifecycleRequest;
 use juegoland_store::{DueDeadline, Store};
 use prometheus::{Gauge, Histogram, IntCounterVec, IntGauge};
 use tokio::sync::watch;
@@ -308,11 +308,11 @@ impl Loop {
                 debug!(revision, lag_ms, "deadline fired");
                 Outcome::Fired
             }
-            Err(HostError::Lifecycle(LifecycleError::StaleDeadline) | HostError::NotFound) => {
+            Err(MatchError::Refused { refusal: Refusal::StaleDeadline, .. } | MatchError::NotFound) => {
                 debug!("stale deadline dropped");
                 Outcome::Stale
             }
-            Err(HostError::Lifecycle(LifecycleError::Finished)) => {
+            Err(MatchError::Refused { refusal: Refusal::MatchFinished, .. }) => {
                 // The rules left a deadline in a finished match: it can never fire.
                 if let Err(e) = self.store.cancel_finished_deadlines(std::slice::from_ref(due)).await {
                     warn!(error = %e, "could not cancel the deadline of a finished match");
@@ -320,7 +320,7 @@ impl Loop {
                 debug!("deadline of a finished match dropped");
                 Outcome::Stale
             }
-            Err(HostError::Unavailable(e)) => {
+            Err(e @ (MatchError::Unavailable(_) | MatchError::NotOwner(_))) => {
                 warn!(error = %e, "match unavailable; the deadline is retried when its claim expires");
                 Outcome::Failed
             }

@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tracing::{error, info, warn};
 
 use crate::node::{NodeMetrics, NodeService};
-use crate::router::{Forwarder, Remote, RetryBudget, RouterCalls, RouterMetrics, RouterService};
+use crate::router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 use crate::scheduler::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_cluster::{Heartbeat, Membership, join};
 
@@ -409,8 +409,8 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
             ..Default::default()
         },
     };
-    let edge = EdgeState::new(Arc::new(Remote(calls)), Some(bus), tokens, prometheus, options)
-        .context("register edge metrics")?;
+    let edge =
+        EdgeState::new(Arc::new(calls), Some(bus), tokens, prometheus, options).context("register edge metrics")?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
     info!(http = %http_addr, "gateway serving");
@@ -457,7 +457,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
         platform_token: config.platform_token.clone(),
         ..EdgeOptions::default()
     };
-    let edge = EdgeState::new(Arc::new(Remote(forwarder.clone())), None, tokens, prometheus, options)
+    let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus, options)
         .context("register edge metrics")?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
@@ -516,7 +516,7 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
             .await
     });
     let replica = scheduling.claimant.clone();
-    let scheduler = Scheduler::start(Arc::new(store.clone()), Arc::new(Remote(calls)), scheduling, metrics);
+    let scheduler = Scheduler::start(Arc::new(store.clone()), Arc::new(calls), scheduling, metrics);
     info!(replica = %replica, http = %http_addr, "scheduler serving");
     // Tests and scripts read this line to find the port when started with port 0.
     println!("scheduler {replica} serving http http://{http_addr}/");

@@ -89,6 +89,18 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+impl From<StoreError> for juegoland_api::MatchError {
+    /// A store failure as the match API tells it: a lost fence means the match moved (retry
+    /// the same request), corrupt data is internal.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(m) => Self::Unavailable(m),
+            StoreError::Conflict { .. } => Self::Unavailable(e.to_string()),
+            StoreError::Corrupt(m) => Self::Internal(m),
+        }
+    }
+}
+
 /// Why a store could not be opened (before any match is read or written).
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

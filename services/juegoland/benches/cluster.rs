@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::{SinkExt, StreamExt};
 use harness::*;
 use hdrhistogram::Histogram;
+use juegoland_api::MatchRequest;
 use juegoland_bus::{RedisBus, RedisBusConfig};
 use juegoland_protocol::{CommandEnvelope, ServerMessage};
 use juegoland_rpc::pb;
@@ -102,12 +103,7 @@ impl Player {
 }
 
 async fn direct(node: &mut NodeClient, principal: &str, envelope: &CommandEnvelope) -> ServerMessage {
-    let req = pb::SubmitCommandRequest {
-        principal: principal.into(),
-        envelope_json: juegoland_rpc::envelope_to_json(envelope),
-    };
-    let reply = node.submit_command(req).await.expect("the node answers").into_inner();
-    juegoland_rpc::server_message(&reply.message_json).expect("a server message")
+    message(node_call(node, &command(principal, envelope)).await.expect("the node answers"))
 }
 
 /// The router hop: the same sequential command stream sent alternately through the router
@@ -124,7 +120,7 @@ async fn hop() {
     while Instant::now() < until {
         if owner.is_none() {
             // Activate the match on its owner, then find the owner by its incarnation.
-            let _ = router.revision(pb::RevisionRequest { match_id: player.match_id.to_string() }).await;
+            let _ = router_call(&mut router, &MatchRequest::Revision { match_id: player.match_id }).await;
             for node in &c.nodes {
                 if owned_by(&c, node).await.contains(&player.match_id) {
                     owner = Some(NodeClient::connect(node.grpc.clone()).await.expect("connect"));

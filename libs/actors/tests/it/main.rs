@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use juegoland_actors::{Host, HostConfig, Matches, Metrics};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::Matches;
 use juegoland_bus::{BusItem, LocalBus};
 use juegoland_core::{Engine, GameKey, Registry, SeatHolder};
 use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorCode, Precondition, ServerMessage};
@@ -274,7 +275,7 @@ async fn a_bot_seat_plays_after_the_human_and_unknown_matches_are_not_found() {
     // A forged bot principal for a human seat is forbidden.
     let forged = host.command("bot:p0", drop_cmd(m, 2, 1)).await.unwrap();
     assert!(matches!(forged, ServerMessage::Error(e) if e.code == ErrorCode::Forbidden));
-    assert!(matches!(host.inspect(Uuid::from_u128(1)).await, Err(juegoland_actors::HostError::NotFound)));
+    assert!(matches!(host.inspect(Uuid::from_u128(1)).await, Err(juegoland_api::MatchError::NotFound)));
     let text = prom.gather().iter().map(|f| f.name().to_owned()).collect::<Vec<_>>().join(",");
     assert!(text.contains("juegoland_commands_total"), "{text}");
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use juegoland_actors::{Host, HostConfig, HostError, Matches, Metrics};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::{MatchError, Matches};
 use juegoland_bus::LocalBus;
 use juegoland_core::{Engine, GameKey, LoggedOp, ReceiptKey, ReceiptOutcome, Registry, SeatHolder};
 use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorCode, Precondition, Recovery, RejectionCode};
@@ -210,7 +211,7 @@ async fn client(host: Host, m: Uuid, n: u128, counts: Arc<Counts>) -> Vec<Uuid> 
                     break;
                 }
                 Ok(msg) if retry_same_command(&msg).is_some() => {}
-                Err(HostError::Unavailable(_)) => {}
+                Err(MatchError::Unavailable(_)) => {}
                 other => panic!("match {n}, move {i}: unexpected answer {other:?}"),
             }
             counts.unavailable.fetch_add(1, Ordering::SeqCst);

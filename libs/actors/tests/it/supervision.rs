@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_actors::{Host, HostConfig, Matches, Metrics};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::Matches;
 use juegoland_bus::LocalBus;
 use juegoland_conecta4::{Action as C4Action, Conecta4};
 use juegoland_core::{Engine, GameKey, Registry, SeatHolder};

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use juegoland_actors::{Host, HostConfig, HostError, Matches, Metrics, SyncReply};
+use juegoland_actors::{Host, HostConfig, Metrics};
+use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
 use juegoland_bus::LocalBus;
 use juegoland_core::{Engine, GameKey, LifecycleRequest, MatchState, Registry, SeatHolder};
-use juegoland_protocol::{AckStatus, Action, CommandEnvelope, ErrorMessage, Precondition, ServerMessage};
+use juegoland_protocol::{AckStatus, Action, CommandEnvelope, Precondition, ServerMessage};
 use juegoland_roles::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use juegoland_testkit::{TempDir, TestSchema};
@@ -201,22 +202,7 @@ impl Matches for Stuck {
     fn registry(&self) -> &Arc<Registry> {
         &self.0
     }
-    async fn create_match(&self, _: &GameKey, _: BTreeMap<String, SeatHolder>, _: &Value) -> Result<Uuid, HostError> {
-        std::future::pending().await
-    }
-    async fn command(&self, _: &str, _: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        std::future::pending().await
-    }
-    async fn sync(&self, _: Uuid, _: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        std::future::pending().await
-    }
-    async fn command_status(&self, _: Uuid, _: &str, _: Uuid) -> Result<ServerMessage, HostError> {
-        std::future::pending().await
-    }
-    async fn lifecycle(&self, _: Uuid, _: LifecycleRequest) -> Result<u64, HostError> {
-        std::future::pending().await
-    }
-    async fn revision(&self, _: Uuid) -> Result<u64, HostError> {
+    async fn call(&self, _: MatchRequest) -> Result<MatchReply, MatchError> {
         std::future::pending().await
     }
 }
@@ -305,26 +291,12 @@ impl Matches for Flaky {
     fn registry(&self) -> &Arc<Registry> {
         self.host.registry()
     }
-    async fn create_match(&self, g: &GameKey, s: BTreeMap<String, SeatHolder>, c: &Value) -> Result<Uuid, HostError> {
-        self.host.create_match(g, s, c).await
-    }
-    async fn command(&self, p: &str, e: CommandEnvelope) -> Result<ServerMessage, HostError> {
-        self.host.command(p, e).await
-    }
-    async fn sync(&self, m: Uuid, p: &str) -> Result<Result<SyncReply, ErrorMessage>, HostError> {
-        self.host.sync(m, p).await
-    }
-    async fn command_status(&self, m: Uuid, p: &str, c: Uuid) -> Result<ServerMessage, HostError> {
-        self.host.command_status(m, p, c).await
-    }
-    async fn lifecycle(&self, m: Uuid, r: LifecycleRequest) -> Result<u64, HostError> {
-        if self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
-            return Err(HostError::Unavailable("the node is restarting".into()));
+    async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
+        let firing = matches!(request, MatchRequest::Lifecycle { .. });
+        if firing && self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(MatchError::Unavailable("the node is restarting".into()));
         }
-        self.host.lifecycle(m, r).await
-    }
-    async fn revision(&self, m: Uuid) -> Result<u64, HostError> {
-        self.host.revision(m).await
+        self.host.call(request).await
     }
 }
 

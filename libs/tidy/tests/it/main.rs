@@ -152,3 +152,53 @@ fn crate_roots_start_with_a_doc_comment() {
     }
     report("architecture (libs/tidy): crate roots", &failures);
 }
+
+/// The crates each client of the match API must not link, with why: the match API and the
+/// edge (a gateway's protocol loop) reach the matches only through `juegoland_api::Matches`.
+const ACTORLESS: &[(&str, &[&str], &str)] = &[
+    (
+        "juegoland-api",
+        &["juegoland-actors", "juegoland-store", "ractor", "tokio", "tonic", "axum", "sqlx*"],
+        "the match API is data and one trait: no runtime, transport or storage",
+    ),
+    (
+        "juegoland-edge",
+        &["juegoland-actors", "juegoland-store", "ractor", "sqlx*"],
+        "the edge talks to matches only through juegoland_api::Matches",
+    ),
+];
+
+#[test]
+fn the_match_api_and_the_edge_never_link_the_actor_runtime() {
+    use juegoland_tidy::graph::DepKind;
+    use std::collections::{BTreeSet, VecDeque};
+    let graph = graph();
+    let adjacency = graph.adjacency();
+    let mut failures = Vec::new();
+    for (krate, banned, why) in ACTORLESS {
+        let root = graph.members().find(|c| c.name == *krate).unwrap_or_else(|| panic!("{krate} is not a member"));
+        let mut seen = BTreeSet::from([root.id.as_str()]);
+        let mut queue = VecDeque::from([root.id.as_str()]);
+        while let Some(id) = queue.pop_front() {
+            for edge in adjacency.get(id).into_iter().flatten() {
+                if edge.kind != DepKind::Dev && seen.insert(edge.to.as_str()) {
+                    queue.push_back(edge.to.as_str());
+                }
+            }
+        }
+        for id in seen {
+            let name = &graph.get(id).expect("a reached crate is in the graph").name;
+            let hit = banned.iter().any(|b| match b.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == b,
+            });
+            if hit {
+                failures.push(format!(
+                    "{krate} links {name}, but {why}: depend on juegoland-api's Matches instead, or move the code \
+                     that needs {name} into libs/actors or libs/roles"
+                ));
+            }
+        }
+    }
+    report("architecture (libs/tidy): clients of the match API", &failures);
+}

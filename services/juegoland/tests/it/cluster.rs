@@ -13,6 +13,7 @@ use juegoland_store::Store;
 use tokio::sync::Mutex;
 
 use crate::harness::*;
+use juegoland_api::{MatchError, MatchReply, MatchRequest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_node_s_matches_are_served_by_the_others_within_3_seconds() {
@@ -81,8 +82,8 @@ async fn a_frozen_owner_that_wakes_up_after_its_match_moved_cannot_commit() {
     // from an actor of its own for up to a membership refresh.
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let revision = client.revision(pb::RevisionRequest { match_id: match_id.to_string() }).await;
-        assert_eq!(revision.expect("served by another node").into_inner().revision, 1);
+        let revision = router_call(&mut client, &MatchRequest::Revision { match_id }).await;
+        assert_eq!(revision.expect("served by another node"), MatchReply::Revision(1));
         let (new_owner, _) = store.owner(match_id).await.unwrap().unwrap();
         if new_owner.as_deref() != Some(owner.as_str()) {
             break;
@@ -99,19 +100,15 @@ async fn a_frozen_owner_that_wakes_up_after_its_match_moved_cannot_commit() {
         let grpc = cluster.nodes[frozen].grpc.clone();
         let stale = stale.clone();
         tokio::spawn(async move {
-            let mut c = pb::node_client::NodeClient::connect(grpc).await.expect("connect");
-            let req = pb::SubmitCommandRequest {
-                principal: "bob".into(),
-                envelope_json: juegoland_rpc::envelope_to_json(&stale),
-            };
-            c.submit_command(req).await
+            let mut c = NodeClient::connect(grpc).await.expect("connect");
+            node_call(&mut c, &command("bob", &stale)).await
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     signal(cluster.nodes[frozen].pid(), "-CONT");
     let answer = direct.await.expect("the direct call");
-    if let Ok(reply) = &answer {
-        let msg = juegoland_rpc::server_message(&reply.get_ref().message_json).unwrap();
+    if let Ok(reply) = answer {
+        let msg = message(reply);
         assert_eq!(applied_revision(&msg), None, "the stale owner must not commit: {msg:?}");
     }
     // The woken node found its lease lapsed and exits, to come back as a new incarnation.
@@ -192,14 +189,10 @@ async fn a_node_refuses_matches_the_ring_gives_to_another_node() {
         if c.status(pb::NodeStatusRequest {}).await.unwrap().into_inner().incarnation == owner {
             continue;
         }
-        let req = pb::SubmitCommandRequest {
-            principal: "alice".into(),
-            envelope_json: juegoland_rpc::envelope_to_json(&drop_at(match_id, 0, 3)),
-        };
-        let status = c.submit_command(req).await.expect_err("a node that does not own the match refuses it");
-        assert_eq!(
-            juegoland_rpc::RpcError::from(status.clone()),
-            juegoland_rpc::RpcError::NotOwner(status.message().into())
+        let refusal = node_call(&mut c, &command("alice", &drop_at(match_id, 0, 3))).await;
+        assert!(
+            matches!(refusal, Err(MatchError::NotOwner(_))),
+            "a node that does not own the match refuses it: {refusal:?}"
         );
         refused += 1;
     }

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use juegoland_api::{MatchError, MatchReply, MatchRequest};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
 use juegoland_rpc::pb;
 use juegoland_store::audit::SeenApplied;
@@ -20,6 +21,39 @@ use tokio::sync::Mutex;
 use uuid::Uuid;
 
 pub type RouterClient = pb::router_client::RouterClient<tonic::transport::Channel>;
+pub type NodeClient = pb::node_client::NodeClient<tonic::transport::Channel>;
+
+/// One match request through a router's `Call`, as the wire carries it (`request` may be a
+/// `tonic::Request` carrying metadata).
+pub async fn router_call(client: &mut RouterClient, request: &MatchRequest) -> Result<MatchReply, MatchError> {
+    answer(client.call(juegoland_rpc::request_to_pb(request)).await)
+}
+
+/// One match request straight to a node's `Call`, as a router with a stale ring would send it.
+pub async fn node_call(client: &mut NodeClient, request: &MatchRequest) -> Result<MatchReply, MatchError> {
+    answer(client.call(juegoland_rpc::request_to_pb(request)).await)
+}
+
+/// A `Call`'s outcome in the match API's terms.
+pub fn answer(result: Result<tonic::Response<pb::MatchReply>, tonic::Status>) -> Result<MatchReply, MatchError> {
+    match result {
+        Ok(reply) => juegoland_rpc::reply(reply.into_inner()),
+        Err(status) => Err(juegoland_rpc::from_status(&status)),
+    }
+}
+
+/// A `game.command` through `call` from `principal`.
+pub fn command(principal: &str, envelope: &CommandEnvelope) -> MatchRequest {
+    MatchRequest::Command { principal: principal.into(), envelope: envelope.clone() }
+}
+
+/// The message a command was answered with.
+pub fn message(reply: MatchReply) -> ServerMessage {
+    match reply {
+        MatchReply::Message(message) => message,
+        other => panic!("a command was answered with {other:?}"),
+    }
+}
 
 /// One child process of the cluster, SIGKILLed on drop.
 pub struct Proc {
@@ -299,21 +333,21 @@ pub async fn create(client: &mut RouterClient) -> Uuid {
 /// Like `create`, with the match's config as JSON (`{"clock": …}`).
 pub async fn create_with(client: &mut RouterClient, config_json: &str) -> Uuid {
     let match_id = Uuid::from_u128(rand_u128());
-    let seats: std::collections::HashMap<String, pb::SeatHolder> = [("p0", "alice"), ("p1", "bob")]
+    let seats = [("p0", "alice"), ("p1", "bob")]
         .into_iter()
-        .map(|(s, p)| (s.to_owned(), pb::SeatHolder { holder: Some(pb::seat_holder::Holder::Principal(p.to_owned())) }))
+        .map(|(s, p)| (s.to_owned(), juegoland_core::SeatHolder::Principal(p.to_owned())))
         .collect();
-    let req = pb::CreateMatchRequest {
-        match_id: match_id.to_string(),
-        game: Some(pb::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }),
+    let req = MatchRequest::Create {
+        match_id,
+        game: juegoland_core::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() },
         seats,
-        config_json: config_json.into(),
+        config: serde_json::from_str(config_json).expect("a JSON config"),
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        match client.create_match(req.clone()).await {
+        match router_call(client, &req).await {
             Ok(reply) => {
-                assert_eq!(reply.into_inner().match_id, match_id.to_string());
+                assert_eq!(reply, MatchReply::Created { match_id });
                 return match_id;
             }
             Err(e) => {
@@ -341,20 +375,17 @@ pub async fn play(mut client: RouterClient, until: Instant, seen: Arc<Mutex<Seen
                 precondition: Precondition::Match { revision },
                 action: Action { r#type: "drop".into(), payload: json!({ "column": (revision * 3 + k) % 7 }) },
             };
-            let req = pb::SubmitCommandRequest {
-                principal: principal.into(),
-                envelope_json: juegoland_rpc::envelope_to_json(&envelope),
-            };
+            let req = command(principal, &envelope);
             let answer = loop {
-                match client.submit_command(req.clone()).await {
-                    Ok(r) => break r.into_inner(),
+                match router_call(&mut client, &req).await {
+                    Ok(r) => break message(r),
                     Err(_) => {
                         seen.lock().await.failed_calls += 1;
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
             };
-            match juegoland_rpc::server_message(&answer.message_json).expect("a server message") {
+            match answer {
                 ServerMessage::Ack(ack) if ack.status == juegoland_protocol::AckStatus::Applied => {
                     let r = ack.revision.expect("an applied ack has a revision");
                     assert_eq!(r, revision + 1, "applied at the next revision");
@@ -425,12 +456,7 @@ pub fn metric_sum(text: &str, name: &str) -> f64 {
 }
 
 pub async fn submit(client: &mut RouterClient, principal: &str, envelope: &CommandEnvelope) -> ServerMessage {
-    let req = pb::SubmitCommandRequest {
-        principal: principal.into(),
-        envelope_json: juegoland_rpc::envelope_to_json(envelope),
-    };
-    let reply = client.submit_command(req).await.expect("the router answers").into_inner();
-    juegoland_rpc::server_message(&reply.message_json).expect("a server message")
+    message(router_call(client, &command(principal, envelope)).await.expect("the router answers"))
 }
 
 pub fn drop_at(match_id: Uuid, revision: u64, column: u64) -> CommandEnvelope {

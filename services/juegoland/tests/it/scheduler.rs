@@ -8,7 +8,8 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use juegoland_rpc::pb;
+use juegoland_api::MatchRequest;
+use juegoland_core::LifecycleRequest;
 use juegoland_sdk::clock::CLOCK_DEADLINE;
 use juegoland_store::{PgStore, Store};
 use serde_json::json;
@@ -17,7 +18,7 @@ use uuid::Uuid;
 use crate::client::{Server, data_dir};
 use crate::harness::{
     Cluster, Proc, RouterClient, Seen, applied_revision, audit, create_with, drop_at, metric_sum, owned_by,
-    scheduler_args, submit,
+    router_call, scheduler_args, submit,
 };
 
 #[path = "../../../../libs/roles/tests/it/audit.rs"]
@@ -45,13 +46,13 @@ async fn first_drop(client: &mut RouterClient, match_id: Uuid) {
 }
 
 async fn cancel(client: &mut RouterClient, match_id: Uuid) {
-    let req = pb::CancelRequest { match_id: match_id.to_string(), reason_code: "test-cancelled".into() };
-    client.cancel(req).await.expect("cancel the match");
+    let request = LifecycleRequest::Cancel { reason_code: "test-cancelled".into() };
+    router_call(client, &MatchRequest::Lifecycle { match_id, request }).await.expect("cancel the match");
 }
 
 async fn withdraw(client: &mut RouterClient, match_id: Uuid) {
-    let req = pb::WithdrawRequest { match_id: match_id.to_string(), seat: "p1".into() };
-    client.withdraw(req).await.expect("withdraw bob");
+    let request = LifecycleRequest::Withdraw { seat: "p1".into() };
+    router_call(client, &MatchRequest::Lifecycle { match_id, request }).await.expect("withdraw bob");
 }
 
 /// Waits until no deadline is pending.

@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use juegoland_rpc::pb;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -141,14 +140,10 @@ async fn one_command_is_one_trace_across_router_and_node() {
     let trace_id = format!("{:032x}", rand_u128());
     let caller_span_id = format!("{:016x}", rand_u128() as u64 | 1);
     let envelope = drop_at(match_id, 0, 3);
-    let mut request = tonic::Request::new(pb::SubmitCommandRequest {
-        principal: "alice".into(),
-        envelope_json: juegoland_rpc::envelope_to_json(&envelope),
-    });
+    let mut request = tonic::Request::new(juegoland_rpc::request_to_pb(&command("alice", &envelope)));
     let traceparent = format!("00-{trace_id}-{caller_span_id}-01");
     request.metadata_mut().insert("traceparent", traceparent.parse().expect("an ASCII traceparent"));
-    let reply = client.submit_command(request).await.expect("the router answers").into_inner();
-    let answer = juegoland_rpc::server_message(&reply.message_json).expect("a server message");
+    let answer = message(answer(client.call(request).await).expect("the router answers"));
     assert_eq!(applied_revision(&answer), Some(1), "the command applied: {answer:?}");
 
     // Both processes export in batches every 200 ms; wait for both halves of the trace.

@@ -1,0 +1,109 @@
+//! Every match operation and every answer, as data.
+
+use std::collections::BTreeMap;
+
+use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
+use juegoland_protocol::{CommandEnvelope, ServerMessage};
+use juegoland_sdk::Seat;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::MatchError;
+
+/// One match operation. Every variant names its match, so any carrier can route it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MatchRequest {
+    /// Create a match at revision 0. The id is chosen by whoever first makes the request
+    /// (so the owner is known before the match exists); a retried creation with the same id
+    /// is answered with the same match.
+    Create { match_id: Uuid, game: GameKey, seats: BTreeMap<Seat, SeatHolder>, config: Value },
+    /// A client's command, from the principal the edge authenticated.
+    Command { principal: String, envelope: CommandEnvelope },
+    /// The receipt of a command the client is unsure about.
+    CommandStatus { match_id: Uuid, principal: String, command_id: Uuid },
+    /// The committed snapshot for the principal's seat.
+    Sync { match_id: Uuid, principal: String },
+    /// Withdraw a seat, cancel the match, or fire a deadline at its generation.
+    Lifecycle { match_id: Uuid, request: LifecycleRequest },
+    /// The last committed revision.
+    Revision { match_id: Uuid },
+}
+
+impl MatchRequest {
+    /// The match it addresses.
+    pub fn match_id(&self) -> Uuid {
+        match self {
+            Self::Command { envelope, .. } => envelope.match_id,
+            Self::Create { match_id, .. }
+            | Self::CommandStatus { match_id, .. }
+            | Self::Sync { match_id, .. }
+            | Self::Lifecycle { match_id, .. }
+            | Self::Revision { match_id } => *match_id,
+        }
+    }
+
+    /// The command it carries or asks about, for spans and logs.
+    pub fn command_id(&self) -> Option<Uuid> {
+        match self {
+            Self::Command { envelope, .. } => Some(envelope.command_id),
+            Self::CommandStatus { command_id, .. } => Some(*command_id),
+            _ => None,
+        }
+    }
+
+    /// The operation's name as a metric label and span field.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Self::Create { .. } => "create_match",
+            Self::Command { .. } => "submit_command",
+            Self::CommandStatus { .. } => "command_status",
+            Self::Sync { .. } => "sync",
+            Self::Lifecycle { request: LifecycleRequest::Withdraw { .. }, .. } => "withdraw",
+            Self::Lifecycle { request: LifecycleRequest::FireDeadline { .. }, .. } => "fire_deadline",
+            Self::Lifecycle { request: LifecycleRequest::Cancel { .. }, .. } => "cancel",
+            Self::Revision { .. } => "revision",
+        }
+    }
+
+    /// Every value of [`MatchRequest::op`] (metric series start at zero for each).
+    pub const OPS: [&'static str; 8] =
+        ["create_match", "submit_command", "command_status", "sync", "withdraw", "fire_deadline", "cancel", "revision"];
+}
+
+/// The answer to a [`MatchRequest`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum MatchReply {
+    /// The match exists at revision 0 (for `Create`).
+    Created { match_id: Uuid },
+    /// A `game.ack` or a `game.error` (for `Command`, `CommandStatus`, and a refused `Sync`).
+    Message(ServerMessage),
+    /// The snapshot of a `Sync`.
+    Snapshot(Box<SyncReply>),
+    /// The revision a `Lifecycle` operation produced, or the last committed one (`Revision`).
+    Revision(u64),
+}
+
+impl MatchReply {
+    /// The failure of a carrier that answered a request with the wrong kind of reply.
+    pub(crate) fn unexpected(&self, what: &str) -> MatchError {
+        let kind = match self {
+            Self::Created { .. } => "a creation",
+            Self::Message(_) => "a message",
+            Self::Snapshot(_) => "a snapshot",
+            Self::Revision(_) => "a revision",
+        };
+        MatchError::Internal(format!("{what} was answered with {kind}"))
+    }
+}
+
+/// The answer to a sync read: the snapshot at the current committed revision and the
+/// match's contract tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyncReply {
+    pub seat: Seat,
+    pub revision: u64,
+    pub game: GameKey,
+    pub view_schema_version: u32,
+    pub event_schema_version: u32,
+    pub snapshot: ServerMessage,
+}
