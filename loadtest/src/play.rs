@@ -327,12 +327,14 @@ impl Player<'_> {
         at
     }
 
-    /// Waits for the rival's move (a newer snapshot).
+    /// Waits for the rival's move (a newer snapshot), or for the end of the run: a rival
+    /// that saw the run stop before its move never makes it, and that is not a stall.
     async fn wait_for_news(&mut self) -> Result<(), ConnError> {
         let seen = self.latest.as_ref().map_or(0, |l| l.revision);
-        let patience = self.ctx.patience;
+        let stalled_at = Instant::now() + self.ctx.patience;
         loop {
-            match self.conn()?.recv(patience).await {
+            let slice = stalled_at.saturating_duration_since(Instant::now()).min(Duration::from_millis(500));
+            match self.conn()?.recv(slice).await {
                 Ok(ServerMessage::Snapshot(s)) => {
                     let (revision, _) = self.keep(s);
                     if revision > seen {
@@ -340,6 +342,8 @@ impl Player<'_> {
                     }
                 }
                 Ok(_) => {}
+                Err(ConnError::Timeout) if self.ctx.stop.load(Ordering::Relaxed) => return Ok(()),
+                Err(ConnError::Timeout) if Instant::now() < stalled_at => {}
                 Err(ConnError::Timeout) => {
                     // Nothing for a long time: resync rather than wait forever.
                     self.ctx.stats.error("stalled");

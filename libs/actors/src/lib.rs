@@ -8,10 +8,15 @@
 //! [`Host`] answers the match API (`juegoland_api::Matches`, in `matches.rs`).
 //! Must not use: any service crate, or know any game by name.
 
+mod actor;
+mod bots;
 mod host;
 mod matches;
 pub mod metrics;
+mod outbox;
 pub mod shell;
+mod timers;
 
-pub use host::{Host, HostConfig, MatchMsg};
+pub use actor::MatchMsg;
+pub use host::{Host, HostConfig};
 pub use metrics::Metrics;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
 use juegoland_core::Registry;
 
-use crate::host::{Host, MatchMsg};
+use crate::actor::MatchMsg;
+use crate::host::Host;
 
 #[async_trait::async_trait]
 impl Matches for Host {

@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::auth::Tokens;
+use crate::gateway::{Gateway, GatewayConfig};
 use crate::metrics::EdgeMetrics;
-use crate::ws::{Gateway, GatewayConfig};
 
 /// Everything the HTTP surface needs.
 #[derive(Clone)]

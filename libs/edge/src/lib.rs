@@ -10,11 +10,19 @@
 //! ([`juegoland_api::Matches`]: the host in one process, the routers in a cluster).
 
 pub mod auth;
+mod connection;
+mod gateway;
+#[cfg(test)]
+mod harness;
 mod http;
 pub mod metrics;
+mod outbox;
+mod shutdown;
 mod sio;
+mod subscription;
 mod ws;
 
 pub use auth::Tokens;
+pub use gateway::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig};
 pub use http::{EdgeOptions, EdgeState, router};
-pub use ws::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig, Shutdown};
+pub use shutdown::Shutdown;

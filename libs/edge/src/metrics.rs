@@ -2,7 +2,7 @@
 
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 
-use crate::ws::Resync;
+use crate::subscription::Resync;
 
 #[derive(Clone)]
 pub struct EdgeMetrics {

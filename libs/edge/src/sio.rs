@@ -6,7 +6,7 @@
 //! token comes in the handshake's `auth.token`; without a valid one the socket gets a
 //! `game.error` UNAUTHENTICATED event and is disconnected.
 //!
-//! Incoming events feed the transport-agnostic protocol loop (`ws::serve_frames`): the
+//! Incoming events feed the transport-agnostic protocol loop (`connection::serve_frames`): the
 //! argument's JSON text is taken from the packet as the client sent it, so the strict decoder
 //! sees the exact bytes (duplicate keys, depth, size). An event name that is no client
 //! message type, an event without exactly one argument, binary attachments or an event whose
@@ -26,7 +26,8 @@
 //!
 //! Shutdown. The layer's `SocketIo` is registered with the gateway's [`Shutdown`], which
 //! closes every session with `SocketIo::close` (an engine.io close packet: clients reconnect,
-//! to another gateway).
+//! to another gateway). Each session's task is spawned on the [`Shutdown`], which counts it
+//! as open until its protocol loop has ended.
 //!
 //! The handlers are socketioxide handler types of this module rather than async closures:
 //! socketioxide runs an async handler in a task of its own, which would let two events of one
@@ -55,7 +56,10 @@ use tokio::sync::mpsc::error::TrySendError;
 use tracing::{debug, warn};
 
 use crate::auth::Tokens;
-use crate::ws::{Ended, Frame, Gateway, Outbox, Outgoing, Overflow, Shutdown, serve_frames};
+use crate::connection::{Ended, Frame, serve_frames};
+use crate::gateway::Gateway;
+use crate::outbox::{Outbox, Outgoing, Overflow};
+use crate::shutdown::Shutdown;
 
 /// The event names a client may emit: the client message types.
 const CLIENT_TYPES: [&str; 4] =
@@ -153,7 +157,6 @@ fn principal(tokens: &Tokens, auth: Option<&Value>) -> Option<String> {
 /// Starts the protocol loop of an authenticated socket: its event handlers feed the loop,
 /// and a writer emits what the loop sends.
 fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
-    let session = gateway.config.shutdown.session();
     let (tx, mut rx) = mpsc::channel(INCOMING_QUEUE);
     for kind in CLIENT_TYPES {
         socket.on(kind, Forward { tx: tx.clone(), shutdown: gateway.config.shutdown.clone(), kind: Some(kind) });
@@ -168,8 +171,8 @@ fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
     // The writer holds the socket weakly: the socket owns the handlers that feed the loop,
     // so a strong reference would keep a socket that never connected alive forever.
     let weak = Arc::downgrade(socket);
-    tokio::spawn(async move {
-        let _session = session;
+    let shutdown = gateway.config.shutdown.clone();
+    shutdown.spawn_session(async move {
         gateway.metrics.connections.inc();
         let (out, outgoing) = Outbox::channel(gateway.config.outgoing_queue);
         let writer = tokio::spawn(write(weak.clone(), outgoing, out.overflow_handle()));

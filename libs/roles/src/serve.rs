@@ -67,12 +67,6 @@ pub struct NodeConfig {
     /// (the fast path; the durable scheduler stays the authority). 0 turns it off.
     #[arg(long, env = "JUEGOLAND_LOCAL_DEADLINE_HORIZON_MS", default_value_t = 60_000)]
     pub local_deadline_horizon_ms: u64,
-    /// Fault injection for crash tests: abort right after the N-th commit.
-    #[arg(long, hide = true)]
-    pub fault_crash_after_commits: Option<u64>,
-    /// Fault injection for delivery tests: lose the publications of this revision.
-    #[arg(long, hide = true)]
-    pub fault_lose_publications_of_revision: Option<u64>,
 }
 
 /// Settings of a router process.
@@ -283,8 +277,6 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
         idle_passivation: Duration::from_secs(config.idle_passivation),
         local_deadline_horizon: (config.local_deadline_horizon_ms > 0)
             .then(|| Duration::from_millis(config.local_deadline_horizon_ms)),
-        crash_after_commits: config.fault_crash_after_commits,
-        lose_publications_of_revision: config.fault_lose_publications_of_revision,
         ..HostConfig::default()
     };
     let engine = Arc::new(Engine::new(Arc::new(registry)));
@@ -356,6 +348,8 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
                     warn!(match_id = %match_id, error = %e, "could not release the match");
                 }
             }
+            // The last dispatched marks reach the outbox; the sweeper and the ticker end.
+            host.stop().await;
             let lease = heartbeat.stop().await;
             if let Err(e) = lease.release(&members_pool).await {
                 warn!(error = %e, "could not release the lease");

@@ -131,9 +131,6 @@ pub struct ReplayConfig {
 pub struct DevConfig {
     #[command(flatten)]
     pub store: StoreConfig,
-    /// Fault injection for crash tests: abort right after the N-th commit.
-    #[arg(long, hide = true)]
-    pub fault_crash_after_commits: Option<u64>,
     /// Address of the HTTP server (page, API, WebSocket, metrics).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
@@ -237,11 +234,8 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     juegoland_roles::register_process_metrics(&prometheus, "dev").context("register process metrics")?;
     let metrics = Metrics::new(&prometheus).context("register metrics")?;
-    let host_config = HostConfig {
-        idle_passivation: Duration::from_secs(config.idle_passivation),
-        crash_after_commits: config.fault_crash_after_commits,
-        ..Default::default()
-    };
+    let host_config =
+        HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
     let store = config.store.open().await?;
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
     let host =
@@ -269,7 +263,7 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
         },
     };
     let edge = EdgeState::new(
-        Arc::new(host),
+        Arc::new(host.clone()),
         Some(bus),
         Tokens::new(&secret, config.token_ttl).context("token keys")?,
         prometheus,
@@ -288,5 +282,6 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
         .await
         .context("serve")?;
     scheduler.stop().await;
+    host.stop().await;
     Ok(())
 }

@@ -9,6 +9,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Fault injection for the crash and delivery tests: the failpoints named in FAILPOINTS
+    // (`libs/actors`'s `failpoints` feature, on in this binary only). Unset, nothing happens.
+    let _failpoints = fail::FailScenario::setup();
     let cli = juegoland::Cli::parse();
     let _telemetry = juegoland::init_tracing(&cli.command);
     juegoland::run(cli).await

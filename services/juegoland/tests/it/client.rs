@@ -61,11 +61,17 @@ impl Server {
 
     /// A server on the embedded store in `dir` (which may hold earlier matches).
     pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> Server {
+        Server::start_in_with_env(dir, extra, &[])
+    }
+
+    /// Like `start_in`, with extra environment variables (`FAILPOINTS` for crash tests).
+    pub fn start_in_with_env(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_juegoland"))
             .args(["dev", "--http", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .args(extra)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -86,11 +86,11 @@ async fn crash_after_commit_before_sending_recovers_on_postgres() {
 /// outbox, rules not re-run.
 async fn crash_after_commit_before_sending(backend: Backend) {
     let dir = data_dir();
-    let mut args: Vec<String> = backend.args();
-    args.extend(["--fault-crash-after-commits".to_string(), "2".to_string()]);
+    let args: Vec<String> = backend.args();
     let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
     // The second actor commit aborts the process before it answers or publishes.
-    let server = Server::start_in(&dir, &args_ref);
+    let crash = [("FAILPOINTS", "match-after-commit=1*off->return")];
+    let server = Server::start_in_with_env(&dir, &args_ref, &crash);
     let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
     let mut alice = server.connect("alice").await;
     let mut bob = server.connect("bob").await;

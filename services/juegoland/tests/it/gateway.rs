@@ -272,7 +272,7 @@ async fn a_lost_last_publication_is_recovered_by_the_cursor() {
         2,
         secret,
         &Cluster::shared_redis(),
-        &["--fault-lose-publications-of-revision", "1"],
+        &[("FAILPOINTS", "lose-publications-of-revision=return(1)")],
     )
     .await;
     let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;

@@ -180,13 +180,14 @@ impl Cluster {
         Cluster::start_with_gateway_and(test, nodes, secret, redis, &[]).await
     }
 
-    /// Like `start_with_gateway`, with extra arguments for every node (fault injection).
+    /// Like `start_with_gateway`, with extra environment variables for every node
+    /// (`FAILPOINTS`, fault injection).
     pub async fn start_with_gateway_and(
         test: &str,
         nodes: usize,
         secret: &str,
         redis: &str,
-        node_extra: &[&str],
+        node_env: &[(&str, &str)],
     ) -> (Cluster, Proc) {
         let redis = redis.to_owned();
         let schema = TestSchema::create("cluster", test).await;
@@ -194,8 +195,8 @@ impl Cluster {
         let node = |i| {
             let mut args = node_args(&url, i);
             args.extend(["--redis-url".to_owned(), redis.clone()]);
-            args.extend(node_extra.iter().map(|a| (*a).to_owned()));
-            Proc::spawn(args)
+            let env = node_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            Proc::spawn_with_env(args, env)
         };
         let nodes = (0..nodes).map(node).collect();
         let routers: Vec<Proc> = (0..2).map(|_| Proc::spawn(router_args(&url))).collect();

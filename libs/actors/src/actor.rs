@@ -1,0 +1,522 @@
+//! The match actor: the match's serialization point. It holds the live match (or, while
+//! quiet, its committed state as text), asks the pure engine for a decision, commits it
+//! through the store (whose revision compare-and-set is the fence), then answers and
+//! dispatches the publications to the bus. Rule rejections are replies, not actor failures;
+//! only real faults fail the actor.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use juegoland_api::{MatchError, SyncReply};
+use juegoland_core::{Decision, Engine, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey};
+use juegoland_protocol::{CommandEnvelope, ErrorCode, ErrorMessage, ServerMessage};
+use juegoland_sdk::{Recipient, Seat};
+use juegoland_store::StoreError;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde_json::Value;
+use tracing::{Instrument, Span, debug, error, info_span, warn};
+use uuid::Uuid;
+
+use crate::host::Shared;
+use crate::shell::{OsEntropy, now_ms, redacted};
+
+pub enum MatchMsg {
+    Command {
+        principal: String,
+        envelope: CommandEnvelope,
+        reply: RpcReplyPort<ServerMessage>,
+        /// The caller's span (a node's `node.call`, a gateway's `gateway.command`): the
+        /// parent of the actor's `match.command` span, so the command stays one trace.
+        span: Span,
+    },
+    Sync {
+        principal: String,
+        reply: RpcReplyPort<Result<SyncReply, ErrorMessage>>,
+    },
+    CommandStatus {
+        principal: String,
+        command_id: Uuid,
+        reply: RpcReplyPort<ServerMessage>,
+    },
+    Lifecycle {
+        request: LifecycleRequest,
+        reply: RpcReplyPort<Result<u64, MatchError>>,
+        /// The caller's span: the parent of the actor's `match.lifecycle` span.
+        span: Span,
+    },
+    /// A bot seat's decision (an action, or none), for the revision it was decided on.
+    BotMove {
+        seat: Seat,
+        revision: u64,
+        decided: Option<(String, Value)>,
+    },
+    IdleCheck,
+    /// Keep the match as compact text if it stayed quiet for `HostConfig::cool_after`.
+    Cool,
+    /// A local timer for the deadline `id` at `generation` is due (the fast path).
+    LocalDeadline {
+        id: String,
+        generation: u64,
+    },
+    /// The committed state, for tests and admin reads.
+    Inspect {
+        reply: RpcReplyPort<MatchState>,
+    },
+    /// The last committed revision (for cursors).
+    Revision {
+        reply: RpcReplyPort<u64>,
+    },
+}
+
+/// The span of one command on its actor: a child of `parent` (the caller's span) or a root
+/// (a bot's move). It names the match, the command and the seat, and records the outcome
+/// and the revision the command produced or was judged at; never the action or its payload.
+pub(crate) fn command_span(
+    parent: Option<tracing::Id>,
+    state: &MatchActorState,
+    principal: &str,
+    envelope: &CommandEnvelope,
+) -> Span {
+    let seat = state.hot.as_ref().and_then(|live| live.state().seat_of(principal));
+    info_span!(
+        parent: parent,
+        "match.command",
+        match_id = %envelope.match_id,
+        command_id = %envelope.command_id,
+        seat,
+        outcome = tracing::field::Empty,
+        revision = tracing::field::Empty,
+    )
+}
+
+/// The span of one lifecycle operation on its actor (withdraw, cancel, fire a deadline).
+pub(crate) fn lifecycle_span(parent: Option<tracing::Id>, match_id: Uuid, request: &LifecycleRequest) -> Span {
+    let op = match request {
+        LifecycleRequest::Withdraw { .. } => "withdraw",
+        LifecycleRequest::Cancel { .. } => "cancel",
+        LifecycleRequest::FireDeadline { .. } => "fire_deadline",
+    };
+    info_span!(parent: parent, "match.lifecycle", match_id = %match_id, op)
+}
+
+pub(crate) struct MatchActor {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct MatchActorState {
+    /// The match while in use (every message but the timers' warms it first).
+    pub(crate) hot: Option<LiveMatch>,
+    /// The match while quiet: its committed state as compact JSON text, a fraction of the
+    /// decoded form's memory (most active matches are between moves most of the time).
+    pub(crate) cold: Option<Box<str>>,
+    /// A `Cool` message is scheduled.
+    pub(crate) cool_scheduled: bool,
+    /// Deadline generations with a local timer armed.
+    pub(crate) armed: std::collections::BTreeSet<(String, u64)>,
+    pub(crate) last_activity: Instant,
+    /// The revision a bot move is being computed for, if any.
+    pub(crate) bot_pending: Option<u64>,
+    /// The revision at which a bot had nothing to do (not asked again until it changes).
+    pub(crate) bot_idle: Option<u64>,
+    /// A rules fault met while handling the current message: after answering, the actor
+    /// fails, and the supervisor's next activation starts from the last commit.
+    pub(crate) fault: Option<String>,
+}
+
+impl MatchActorState {
+    pub(crate) fn live(&self) -> &LiveMatch {
+        self.hot.as_ref().expect("every message but the timers' warms the match first")
+    }
+
+    pub(crate) fn live_mut(&mut self) -> &mut LiveMatch {
+        self.hot.as_mut().expect("every message but the timers' warms the match first")
+    }
+
+    /// Decodes a quiet match back into its live form; true if it was quiet.
+    fn warm(&mut self, engine: &Engine) -> Result<bool, String> {
+        let Some(text) = self.cold.take() else { return Ok(false) };
+        let state: MatchState = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        self.hot = Some(engine.load(state).map_err(|f| redacted(&f.0))?);
+        Ok(true)
+    }
+
+    /// Keeps a quiet match as the JSON text of its committed state.
+    fn cool(&mut self) -> Result<(), serde_json::Error> {
+        if let Some(live) = &self.hot {
+            self.cold = Some(serde_json::to_string(live.state())?.into_boxed_str());
+            self.hot = None;
+        }
+        Ok(())
+    }
+}
+
+impl Actor for MatchActor {
+    type Msg = MatchMsg;
+    type State = MatchActorState;
+    type Arguments = LiveMatch;
+
+    async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
+        Ok(MatchActorState {
+            hot: Some(live),
+            cold: None,
+            cool_scheduled: false,
+            armed: Default::default(),
+            last_activity: Instant::now(),
+            bot_pending: None,
+            bot_idle: None,
+            fault: None,
+        })
+    }
+
+    async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+        self.maybe_bot(&myself, state);
+        self.arm_deadlines(&myself, state);
+        self.schedule_cool(&myself, state);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<MatchMsg>,
+        msg: MatchMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Boxed: ractor keeps the handler's future inline in each actor's task for the
+        // actor's whole life, and this one (store, engine, bus calls) is kilobytes.
+        Box::pin(self.handle_msg(myself, msg, state)).await
+    }
+}
+
+impl MatchActor {
+    /// A live match gets a `Cool` check after `cool_after` (one pending at a time).
+    pub(crate) fn schedule_cool(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
+        if state.hot.is_some() && !state.cool_scheduled {
+            state.cool_scheduled = true;
+            myself.send_after(self.shared.config.cool_after, || MatchMsg::Cool);
+        }
+    }
+
+    async fn handle_msg(
+        &self,
+        myself: ActorRef<MatchMsg>,
+        msg: MatchMsg,
+        state: &mut MatchActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(msg, MatchMsg::IdleCheck | MatchMsg::Cool) {
+            state.last_activity = Instant::now();
+            match state.warm(&self.shared.engine) {
+                Ok(true) => self.shared.metrics.actor_events.with_label_values(&["warmed"]).inc(),
+                Ok(false) => {}
+                Err(fault) => return Err(format!("reload a quiet match: {fault}").into()),
+            }
+        }
+        match msg {
+            MatchMsg::Command { principal, envelope, reply, span } => {
+                let span = command_span(span.id(), state, &principal, &envelope);
+                let answer = self.command(&myself, state, &principal, &envelope).instrument(span).await;
+                let _ = reply.send(answer);
+            }
+            MatchMsg::Sync { principal, reply } => {
+                let _ = reply.send(self.sync(state, &principal));
+            }
+            MatchMsg::CommandStatus { principal, command_id, reply } => {
+                let _ = reply.send(self.command_status(state, &principal, command_id).await);
+            }
+            MatchMsg::Lifecycle { request, reply, span } => {
+                let span = lifecycle_span(span.id(), state.live().state().match_id, &request);
+                let answer = self.lifecycle(&myself, state, &request).instrument(span).await;
+                let _ = reply.send(answer);
+            }
+            MatchMsg::BotMove { seat, revision, decided } => {
+                state.bot_pending = None;
+                let current = revision == state.live().state().revision;
+                match decided {
+                    Some((action_type, payload)) if current => {
+                        self.bot_move(&myself, state, &seat, action_type, payload).await;
+                    }
+                    Some(_) => {}
+                    None => {
+                        warn!(match_id = %state.live().state().match_id, seat, revision, "bot had no move");
+                        state.bot_idle = Some(revision);
+                    }
+                }
+                self.maybe_bot(&myself, state);
+            }
+            MatchMsg::LocalDeadline { id, generation } => {
+                self.fire_local(&myself, state, id, generation).await;
+            }
+            MatchMsg::Cool => {
+                state.cool_scheduled = false;
+                if state.last_activity.elapsed() >= self.shared.config.cool_after && state.bot_pending.is_none() {
+                    if let Err(e) = state.cool() {
+                        return Err(format!("store a quiet match as text: {e}").into());
+                    }
+                    self.shared.metrics.actor_events.with_label_values(&["cooled"]).inc();
+                }
+            }
+            MatchMsg::IdleCheck => {
+                if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
+                    myself.stop(Some("idle".into()));
+                }
+            }
+            MatchMsg::Inspect { reply } => {
+                let _ = reply.send(state.live().state().clone());
+            }
+            MatchMsg::Revision { reply } => {
+                let _ = reply.send(state.live().state().revision);
+            }
+        }
+        self.schedule_cool(&myself, state);
+        match state.fault.take() {
+            // Failing hands the actor to its supervisor: this match alone restarts, from its
+            // last commit, on its next use.
+            Some(fault) => Err(format!("rules fault: {fault}").into()),
+            None => Ok(()),
+        }
+    }
+
+    fn error(&self, code: ErrorCode, match_id: Uuid, command_id: Option<Uuid>) -> ServerMessage {
+        let mut e = ErrorMessage::new(code);
+        e.match_id = Some(match_id);
+        e.command_id = command_id;
+        ServerMessage::Error(e)
+    }
+
+    pub(crate) async fn command(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        principal: &str,
+        envelope: &CommandEnvelope,
+    ) -> ServerMessage {
+        let started = Instant::now();
+        let m = &self.shared.metrics;
+        let match_id = state.live().state().match_id;
+        let command_id = Some(envelope.command_id);
+        let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id: envelope.command_id };
+        let existing = match self.shared.store.receipt(&key).await {
+            Ok(r) => r,
+            Err(e) => {
+                Span::current().record("outcome", "unavailable");
+                warn!(match_id = %match_id, error = %e, "receipt lookup failed");
+                m.commands.with_label_values(&["unavailable", ""]).inc();
+                return self.error(ErrorCode::Unavailable, match_id, command_id);
+            }
+        };
+        let decided = Instant::now();
+        let decision =
+            self.shared.engine.command(state.live(), principal, envelope, existing, now_ms(), &mut OsEntropy::new());
+        m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
+        let answer = match decision {
+            Decision::Duplicate(receipt) => {
+                Span::current().record("outcome", "duplicate");
+                m.commands.with_label_values(&["duplicate", ""]).inc();
+                receipt.ack(true)
+            }
+            Decision::IdReused => {
+                Span::current().record("outcome", "reused");
+                m.commands.with_label_values(&["reused", ""]).inc();
+                self.error(ErrorCode::CommandIdReused, match_id, command_id)
+            }
+            Decision::Forbidden => {
+                Span::current().record("outcome", "forbidden");
+                m.commands.with_label_values(&["forbidden", ""]).inc();
+                self.error(ErrorCode::Forbidden, match_id, command_id)
+            }
+            Decision::Fault(f) => {
+                Span::current().record("outcome", "fault");
+                let fault = redacted(&f.0);
+                error!(match_id = %match_id, command_id = %envelope.command_id, fault, "command failed internally; nothing committed");
+                m.commands.with_label_values(&["fault", ""]).inc();
+                state.fault = Some(fault);
+                self.error(ErrorCode::Internal, match_id, command_id)
+            }
+            Decision::Commit(pending) => match self.commit(myself, state, *pending).await {
+                Ok(commit) => {
+                    let receipt = commit.receipt.as_ref().expect("a command commit carries its receipt");
+                    match &receipt.outcome {
+                        juegoland_core::ReceiptOutcome::Applied { revision } => {
+                            Span::current().record("outcome", "applied").record("revision", revision);
+                            debug!(match_id = %match_id, revision, "command applied");
+                            m.commands.with_label_values(&["applied", ""]).inc();
+                        }
+                        juegoland_core::ReceiptOutcome::Rejected { code, revision } => {
+                            Span::current().record("outcome", "rejected").record("revision", revision);
+                            debug!(match_id = %match_id, revision, code = code.as_str(), "command rejected");
+                            m.commands.with_label_values(&["rejected", code.as_str()]).inc();
+                        }
+                    }
+                    receipt.ack(false)
+                }
+                Err(e) => {
+                    Span::current().record("outcome", "unavailable");
+                    m.commands.with_label_values(&["unavailable", ""]).inc();
+                    let mut msg = e.to_error_message(Some(match_id));
+                    msg.command_id = command_id;
+                    ServerMessage::Error(msg)
+                }
+            },
+        };
+        m.command_seconds.with_label_values(&["total"]).observe(started.elapsed().as_secs_f64());
+        answer
+    }
+
+    /// Stores a pending operation, advances the live match, dispatches its publications.
+    ///
+    /// The commit runs in a `store.commit` span (a child of the current `match.command` or
+    /// `match.lifecycle`); its W3C context, when the trace is to travel, goes into every
+    /// publication, hence into the outbox rows and the stream entries, and the gateways'
+    /// deliveries continue it.
+    pub(crate) async fn commit(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        mut pending: Pending,
+    ) -> Result<juegoland_core::Commit, MatchError> {
+        let started = Instant::now();
+        let span = info_span!(
+            "store.commit",
+            match_id = %pending.commit.match_id,
+            revision = pending.commit.revision_after(),
+            publications = pending.commit.publications.len(),
+        );
+        if !pending.commit.publications.is_empty()
+            && let Some(trace_context) = juegoland_telemetry::trace_context(&span)
+        {
+            for p in &mut pending.commit.publications {
+                p.trace_context = Some(trace_context.clone());
+            }
+        }
+        let result = self.shared.store.commit(&pending.commit).instrument(span).await;
+        self.shared.metrics.command_seconds.with_label_values(&["commit"]).observe(started.elapsed().as_secs_f64());
+        match result {
+            Ok(()) => {
+                // Crash tests: the process dies right after a commit, before it answers or
+                // publishes (e.g. `FAILPOINTS=match-after-commit=1*off->return`: the second).
+                fail::fail_point!("match-after-commit", |_| {
+                    error!("failpoint match-after-commit: aborting right after a commit, before answering");
+                    std::process::abort()
+                });
+            }
+            Err(StoreError::Conflict { .. }) => {
+                // Another writer moved the match: this actor's view is stale. Stop so the
+                // next request reloads from the store.
+                warn!(match_id = %pending.commit.match_id, "stale match actor fenced by the store; stopping");
+                myself.stop(Some("fenced".into()));
+                return Err(MatchError::Unavailable("the match moved; retry the same command".into()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let commit = state.live_mut().advance(pending);
+        if let Some(revision) = commit.state.as_ref().map(|s| s.revision)
+            && !commit.publications.is_empty()
+        {
+            let lost = lose_publications_of(revision);
+            if lost {
+                warn!(match_id = %commit.match_id, revision, "fault injection: publications lost after the commit");
+            }
+            let published = if lost {
+                Ok(())
+            } else {
+                let span = info_span!(
+                    "bus.publish",
+                    match_id = %commit.match_id,
+                    revision,
+                    publications = commit.publications.len(),
+                );
+                self.shared.bus.publish(&commit.publications).instrument(span).await
+            };
+            match published {
+                Ok(()) => {
+                    self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
+                    // Marked in the background with other matches' marks: the answer does not
+                    // wait for it, and a mark lost in a crash only means a re-dispatch.
+                    let _ = self.shared.marks.send((commit.match_id, revision));
+                }
+                Err(e) => {
+                    self.shared.metrics.dispatch.with_label_values(&["failed"]).inc();
+                    warn!(match_id = %commit.match_id, error = %e, "publish failed; the sweeper will resend");
+                }
+            }
+        }
+        if commit.state.is_some() {
+            self.maybe_bot(myself, state);
+            self.arm_deadlines(myself, state);
+        }
+        Ok(commit)
+    }
+
+    pub(crate) fn sync(&self, state: &MatchActorState, principal: &str) -> Result<SyncReply, ErrorMessage> {
+        let s = state.live().state();
+        let forbidden = || {
+            let mut e = ErrorMessage::new(ErrorCode::Forbidden);
+            e.match_id = Some(s.match_id);
+            e
+        };
+        let seat = s.seat_of(principal).ok_or_else(forbidden)?;
+        let snapshot = state.live().snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
+            error!(match_id = %s.match_id, fault = redacted(&f.0), "snapshot failed");
+            let mut e = ErrorMessage::new(ErrorCode::Internal);
+            e.match_id = Some(s.match_id);
+            e
+        })?;
+        let d = state.live().game().descriptor();
+        Ok(SyncReply {
+            seat: seat.to_owned(),
+            revision: s.revision,
+            game: s.game.clone(),
+            view_schema_version: d.view_schema_version,
+            event_schema_version: d.event_schema_version,
+            snapshot,
+        })
+    }
+
+    pub(crate) async fn command_status(
+        &self,
+        state: &MatchActorState,
+        principal: &str,
+        command_id: Uuid,
+    ) -> ServerMessage {
+        let match_id = state.live().state().match_id;
+        if state.live().state().seat_of(principal).is_none() {
+            return self.error(ErrorCode::Forbidden, match_id, Some(command_id));
+        }
+        let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id };
+        match self.shared.store.receipt(&key).await {
+            Ok(Some(r)) => r.ack(true),
+            Ok(None) => ServerMessage::CommandUnknown(juegoland_protocol::CommandUnknown { match_id, command_id }),
+            Err(_) => self.error(ErrorCode::Unavailable, match_id, Some(command_id)),
+        }
+    }
+
+    pub(crate) async fn lifecycle(
+        &self,
+        myself: &ActorRef<MatchMsg>,
+        state: &mut MatchActorState,
+        request: &LifecycleRequest,
+    ) -> Result<u64, MatchError> {
+        let pending =
+            self.shared.engine.lifecycle(state.live(), request, now_ms(), &mut OsEntropy::new()).map_err(|e| {
+                let e = match e {
+                    LifecycleError::Fault(f) => LifecycleError::Fault(juegoland_core::Fault(redacted(&f.0))),
+                    other => other,
+                };
+                if let LifecycleError::Fault(f) = &e {
+                    state.fault = Some(f.0.clone());
+                }
+                MatchError::from(e)
+            })?;
+        let commit = self.commit(myself, state, pending).await?;
+        Ok(commit.state.map(|s| s.revision).unwrap_or_default())
+    }
+}
+
+/// Delivery tests: whether the publications of `revision` (of every match) are lost on the
+/// way to the bus, though marked dispatched (`FAILPOINTS=lose-publications-of-revision=return(1)`).
+fn lose_publications_of(revision: u64) -> bool {
+    fail::fail_point!("lose-publications-of-revision", |arg: Option<String>| {
+        arg.and_then(|a| a.parse::<u64>().ok()) == Some(revision)
+    });
+    let _ = revision;
+    false
+}

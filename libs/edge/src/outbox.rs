@@ -1,0 +1,78 @@
+//! A connection's outgoing queue ([`Outbox`]) and its backpressure.
+//!
+//! The protocol loop, its subscriptions and its commands queue server messages without
+//! waiting; the transport's writer drains them. The queue holds `outgoing_queue` messages; a
+//! client that lets it overflow (it does not read) marks the outbox overflowed ([`Overflow`]),
+//! which ends the connection, so a slow client never makes the gateway buffer without limit
+//! nor holds up the subscriptions and commands that write to it.
+
+use axum::extract::ws::Utf8Bytes;
+use juegoland_protocol::{ServerMessage, encode};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+/// One server message for the connection's writer: its wire `type` (a Socket.IO event name)
+/// and its JSON text.
+pub(crate) struct Outgoing {
+    pub kind: &'static str,
+    pub text: Utf8Bytes,
+}
+
+/// Sends protocol messages to the connection's writer, never waiting: a full queue means the
+/// client does not read, and marks the outbox overflowed, which ends the connection.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::Sender<Outgoing>,
+    overflowed: Overflow,
+}
+
+/// Marks an outbox overflowed, for a transport's writer that finds the client not reading
+/// further down (socketioxide's buffer); unlike an [`Outbox`] it does not keep the queue open.
+#[derive(Clone)]
+pub(crate) struct Overflow(CancellationToken);
+
+impl Overflow {
+    /// Marks the connection as not reading: its loop ends and the transport drops it.
+    pub(crate) fn overflow(&self) {
+        if !self.0.is_cancelled() {
+            debug!("the client does not read its messages; disconnecting");
+        }
+        self.0.cancel();
+    }
+}
+
+impl Outbox {
+    /// An outbox holding up to `queue` messages, and the receiver its writer drains.
+    pub(crate) fn channel(queue: usize) -> (Self, mpsc::Receiver<Outgoing>) {
+        let (tx, rx) = mpsc::channel(queue);
+        (Self { tx, overflowed: Overflow(CancellationToken::new()) }, rx)
+    }
+
+    pub(crate) async fn send(&self, msg: &ServerMessage) -> bool {
+        self.send_encoded(msg.message_type(), encode(msg)).await
+    }
+
+    /// Queues a message; false when the connection is gone or its queue overflowed (the
+    /// message is dropped, and the connection closes).
+    pub(crate) async fn send_encoded(&self, kind: &'static str, text: String) -> bool {
+        match self.tx.try_send(Outgoing { kind, text: Utf8Bytes::from(text) }) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.overflowed.overflow();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// What marks this outbox overflowed, without holding its queue open.
+    pub(crate) fn overflow_handle(&self) -> Overflow {
+        self.overflowed.clone()
+    }
+
+    /// Resolves once the outbox has overflowed.
+    pub(crate) async fn overflowed(&self) {
+        self.overflowed.0.cancelled().await;
+    }
+}
