@@ -98,9 +98,16 @@ pub struct GatewayConfig {
     /// Address of the HTTP server: the protocol at /v1/ws, /v1/games, /metrics, /healthz.
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8090")]
     pub http: SocketAddr,
-    /// The routers' gRPC URLs, comma-separated (`http://127.0.0.1:7000,http://127.0.0.1:7001`).
-    #[arg(long, env = "JUEGOLAND_ROUTERS", value_delimiter = ',', required = true)]
-    pub routers: Vec<String>,
+    /// PostgreSQL URL of the membership registry: the gateway places matches on the ring of
+    /// live nodes, as the routers do, and calls their owners directly.
+    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
+    pub database_url: String,
+    /// How often the ring is re-read from the registry, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_MEMBERSHIP_REFRESH_MS", default_value_t = 250)]
+    pub membership_refresh_ms: u64,
+    /// How long one call is retried across NOT_OWNER / UNAVAILABLE, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_RETRY_BUDGET_MS", default_value_t = 8_000)]
+    pub retry_budget_ms: u64,
     /// Redis URL of the publication streams.
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
@@ -370,18 +377,25 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     }
 }
 
-/// Runs a gateway until SIGTERM: the client protocol over WebSocket, commands and syncs
-/// through the routers, publications from the Redis streams.
+/// Runs a gateway until SIGTERM: the client protocol over WebSocket, commands, syncs and
+/// status calls straight to the owning node (the same ring, membership and retries as a
+/// router: one hop fewer), publications from the Redis streams.
 pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::Result<()> {
-    let registry = Arc::new(registry);
-    let calls = RouterCalls::new(&config.routers, registry, Duration::from_secs(10)).context("router addresses")?;
+    let prometheus = prometheus::Registry::new();
+    register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
+    let forwarder = forwarder(
+        &config.database_url,
+        Duration::from_millis(config.membership_refresh_ms),
+        Duration::from_millis(config.retry_budget_ms),
+        registry,
+        &prometheus,
+    )
+    .await?;
     let redis = RedisBus::new(&config.redis_url, RedisBusConfig::default()).context("the Redis URL")?;
     if let Err(e) = redis.ping().await {
         warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
-    let prometheus = prometheus::Registry::new();
-    register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
     let shutdown = juegoland_edge::Shutdown::default();
     let tokens = match (&config.jwt_secret, &config.jwt_public_key_file) {
         (_, Some(path)) => {
@@ -404,7 +418,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
         },
     };
     let edge =
-        EdgeState::new(Arc::new(calls), Some(bus), tokens, prometheus, options).context("register edge metrics")?;
+        EdgeState::new(Arc::new(forwarder), Some(bus), tokens, prometheus, options).context("register edge metrics")?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
     info!(http = %http_addr, "gateway serving");
@@ -423,22 +437,40 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     Ok(())
 }
 
-/// Runs a router until SIGTERM.
-pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
-    let refresh = Duration::from_millis(config.membership_refresh_ms);
+/// The routing of a router and a gateway: the ring of live nodes from the membership
+/// registry, and a forwarder to each match's owner with retries within `budget`.
+async fn forwarder(
+    database_url: &str,
+    refresh: Duration,
+    budget: Duration,
+    registry: Registry,
+    prometheus: &prometheus::Registry,
+) -> anyhow::Result<Forwarder> {
     let pool = PgPoolOptions::new()
         .max_connections(2)
-        .connect(&config.database_url)
+        .connect(database_url)
         .await
         .context("connect to PostgreSQL (membership)")?;
+    let membership = Membership::start(pool, refresh);
+    membership.register(prometheus).context("register membership metrics")?;
+    membership.refresh_now().await;
+    let budget = RetryBudget { total: budget, ..RetryBudget::default() };
+    let metrics = RouterMetrics::new(prometheus).context("register forwarding metrics")?;
+    Ok(Forwarder::new(membership, Arc::new(registry), budget, metrics))
+}
+
+/// Runs a router until SIGTERM.
+pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "router").context("register process metrics")?;
-    let membership = Membership::start(pool, refresh);
-    membership.register(&prometheus).context("register membership metrics")?;
-    membership.refresh_now().await;
-    let budget = RetryBudget { total: Duration::from_millis(config.retry_budget_ms), ..RetryBudget::default() };
-    let metrics = RouterMetrics::new(&prometheus).context("register router metrics")?;
-    let forwarder = Forwarder::new(membership, Arc::new(registry), budget, metrics);
+    let forwarder = forwarder(
+        &config.database_url,
+        Duration::from_millis(config.membership_refresh_ms),
+        Duration::from_millis(config.retry_budget_ms),
+        registry,
+        &prometheus,
+    )
+    .await?;
 
     // The platform API is the edge's, over the forwarder; the router serves no WebSocket
     // and mints no tokens, so its signing key is a throwaway.

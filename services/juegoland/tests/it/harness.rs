@@ -200,14 +200,13 @@ impl Cluster {
         };
         let nodes = (0..nodes).map(node).collect();
         let routers: Vec<Proc> = (0..2).map(|_| Proc::spawn(router_args(&url))).collect();
-        let addresses = routers.iter().map(|r| r.grpc.clone()).collect::<Vec<_>>().join(",");
         let gateway = Proc::spawn(
             [
                 "gateway",
                 "--http",
                 "127.0.0.1:0",
-                "--routers",
-                &addresses,
+                "--database-url",
+                &url,
                 "--redis-url",
                 &redis,
                 "--jwt-secret",

@@ -5,7 +5,8 @@
 //!   router's `router.forward` span (a child of the test's context) and the node's
 //!   `node.call` span (a child of `router.forward`), in one trace;
 //! - a command a WebSocket client sends to a gateway is one trace from the gateway's
-//!   `gateway.command` through the router and the node's actor and commit
+//!   `gateway.command` through its forward to the owning node (`router.forward`, on the
+//!   gateway: no router in between) and the node's actor and commit
 //!   (`match.command`, `store.commit`, linked with its group commit's `store.batch`) to every
 //!   gateway's `gateway.deliver` of the revision it produced, which continues the commit's
 //!   context carried by the outbox row and the Redis stream entry.
@@ -198,7 +199,7 @@ async fn traced_cluster(test: &str, secret: &str, env: &[(&str, &str)]) -> (Clus
     node.extend(["--redis-url".to_owned(), redis.clone()]);
     let nodes = vec![Proc::spawn_with_env(node, env.clone())];
     let routers = vec![Proc::spawn_with_env(router_args(&url), env.clone())];
-    let gateway_args = ["gateway", "--http", "127.0.0.1:0", "--routers", &routers[0].grpc, "--redis-url", &redis];
+    let gateway_args = ["gateway", "--http", "127.0.0.1:0", "--database-url", &url, "--redis-url", &redis];
     let mut gateway_args: Vec<String> = gateway_args.map(str::to_owned).to_vec();
     gateway_args.extend(["--jwt-secret".to_owned(), secret.to_owned()]);
     let gateway = Proc::spawn_with_env(gateway_args, env);
@@ -271,7 +272,8 @@ async fn a_client_command_is_one_trace_from_the_gateway_to_every_delivery() {
     };
 
     let command = one(&trace, "juegoland-gateway", "gateway.command", None);
-    let forward = one(&trace, "juegoland-router", "router.forward", Some("submit_command"));
+    // The gateway forwards to the owning node itself: its own `router.forward` span.
+    let forward = one(&trace, "juegoland-gateway", "router.forward", Some("submit_command"));
     let call = one(&trace, "juegoland-node", "node.call", Some("submit_command"));
     let actor = one(&trace, "juegoland-node", "match.command", None);
     let commit = one(&trace, "juegoland-node", "store.commit", None);
