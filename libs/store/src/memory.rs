@@ -1,6 +1,12 @@
 //! The in-memory backend: atomic (one lock per commit), not durable.
+//!
+//! Dispatched publications are dropped at once (nothing reads them again), and a store made
+//! with [`MemoryStore::keeping_finished`] forgets whole finished matches — state, receipts,
+//! log — beyond the newest `n`, so a long-running `juegoland dev --in-memory` holds the active
+//! matches and a bounded tail, not every move ever made. A match is only ever forgotten
+//! whole: receipts never go while the match's data stays.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,13 +28,15 @@ struct Inner {
     matches: BTreeMap<Uuid, Stored>,
     receipts: BTreeMap<ReceiptKey, Receipt>,
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
-    /// (match, revision) → publications, whether they were dispatched, and when they were
-    /// written.
-    outbox: BTreeMap<(Uuid, u64), (Vec<Publication>, bool, Instant)>,
+    /// (match, revision) → publications not yet dispatched, and when they were written.
+    outbox: BTreeMap<(Uuid, u64), (Vec<Publication>, Instant)>,
     /// Deadline claims: (match, id, generation) → claimant and when the claim expires.
     claims: BTreeMap<DeadlineKey, (String, Instant)>,
     /// Deadlines of finished matches that were cancelled (the state still lists them).
     cancelled: BTreeSet<DeadlineKey>,
+    /// How many finished matches are kept (`None`: all), and the kept ones, oldest first.
+    finished_limit: Option<usize>,
+    finished: VecDeque<Uuid>,
 }
 
 type DeadlineKey = (Uuid, String, u64);
@@ -38,6 +46,32 @@ fn key(d: &DueDeadline) -> DeadlineKey {
 }
 
 impl Inner {
+    /// Notes that `match_id` just finished; forgets the oldest finished matches beyond the
+    /// limit.
+    fn finished(&mut self, match_id: Uuid) {
+        let Some(limit) = self.finished_limit else { return };
+        self.finished.push_back(match_id);
+        while self.finished.len() > limit {
+            let Some(old) = self.finished.pop_front() else { break };
+            self.forget(old);
+        }
+    }
+
+    /// Removes everything stored of `match_id`.
+    fn forget(&mut self, match_id: Uuid) {
+        self.matches.remove(&match_id);
+        self.logs.remove(&match_id);
+        let first = ReceiptKey { match_id, principal: String::new(), command_id: Uuid::nil() };
+        let keys: Vec<ReceiptKey> =
+            self.receipts.range(first..).map(|(k, _)| k).take_while(|k| k.match_id == match_id).cloned().collect();
+        for k in keys {
+            self.receipts.remove(&k);
+        }
+        self.outbox.retain(|(m, _), _| *m != match_id);
+        self.claims.retain(|(m, _, _), _| *m != match_id);
+        self.cancelled.retain(|(m, _, _)| *m != match_id);
+    }
+
     /// The pending deadlines of every match: those of its current state, but the cancelled.
     fn pending(&self) -> impl Iterator<Item = DueDeadline> + '_ {
         self.matches
@@ -69,9 +103,16 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
-    /// An empty, unowned store.
+    /// An empty, unowned store that keeps every match.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty, unowned store that keeps only the newest `n` finished matches (and every
+    /// active one); older finished matches are forgotten whole, as if never created.
+    pub fn keeping_finished(n: usize) -> Self {
+        let inner = Inner { finished_limit: Some(n), ..Inner::default() };
+        Self { inner: Arc::new(Mutex::new(inner)), owner: None }
     }
 
     /// This handle in cluster mode: it creates matches as `owner` and commits only to the
@@ -108,6 +149,10 @@ impl Store for MemoryStore {
             return Err(conflict(commit));
         }
         if let Some(state) = &commit.state {
+            let was_finished = inner.matches.get(&commit.match_id).is_some_and(|m| m.state.is_finished());
+            if state.is_finished() && !was_finished {
+                inner.finished(commit.match_id);
+            }
             match inner.matches.get_mut(&commit.match_id) {
                 Some(stored) => stored.state = state.clone(),
                 None => {
@@ -124,7 +169,7 @@ impl Store for MemoryStore {
             inner.logs.entry(commit.match_id).or_default().push(log.clone());
         }
         if let (Some(rev), false) = (commit.revision_after(), commit.publications.is_empty()) {
-            inner.outbox.insert((commit.match_id, rev), (commit.publications.clone(), false, Instant::now()));
+            inner.outbox.insert((commit.match_id, rev), (commit.publications.clone(), Instant::now()));
         }
         Ok(())
     }
@@ -150,8 +195,7 @@ impl Store for MemoryStore {
         Ok(inner
             .outbox
             .values()
-            .filter(|(_, dispatched, _)| !dispatched)
-            .flat_map(|(pubs, _, _)| pubs.iter().cloned())
+            .flat_map(|(pubs, _)| pubs.iter().cloned())
             .take(limit)
             .map(|publication| OutboxRow { publication })
             .collect())
@@ -160,8 +204,10 @@ impl Store for MemoryStore {
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().await;
         for (match_id, revision) in marks {
-            for (_, (_, dispatched, _)) in inner.outbox.range_mut((*match_id, 0)..=(*match_id, *revision)) {
-                *dispatched = true;
+            let done: Vec<(Uuid, u64)> =
+                inner.outbox.range((*match_id, 0)..=(*match_id, *revision)).map(|(k, _)| *k).collect();
+            for k in done {
+                inner.outbox.remove(&k);
             }
         }
         Ok(())
@@ -169,8 +215,7 @@ impl Store for MemoryStore {
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
         let inner = self.inner.lock().await;
-        let waiting = inner.outbox.values().filter(|(_, dispatched, _)| !dispatched);
-        let (rows, oldest) = waiting.fold((0u64, None::<Instant>), |(rows, oldest), (pubs, _, at)| {
+        let (rows, oldest) = inner.outbox.values().fold((0u64, None::<Instant>), |(rows, oldest), (pubs, at)| {
             (rows + pubs.len() as u64, Some(oldest.map_or(*at, |o| o.min(*at))))
         });
         Ok(OutboxBacklog { rows, oldest_age: oldest.map(|at| at.elapsed()) })

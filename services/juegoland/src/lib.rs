@@ -67,16 +67,21 @@ pub struct StoreConfig {
     /// PostgreSQL URL; when set, PostgreSQL is used instead of the embedded store.
     #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Keep matches in memory only (nothing survives a restart).
+    /// Keep matches in memory only (nothing survives a restart; only the newest 1,000
+    /// finished matches are kept).
     #[arg(long, conflicts_with = "database_url")]
     pub in_memory: bool,
 }
+
+/// How many finished matches `--in-memory` keeps (and every active one): older finished
+/// matches are forgotten whole, so memory stays bounded however long the process runs.
+pub const KEEP_FINISHED_IN_MEMORY: usize = 1_000;
 
 impl StoreConfig {
     /// The store, created (with its schema) where there is none yet.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
         if self.in_memory {
-            return Ok(Arc::new(MemoryStore::new()));
+            return Ok(Arc::new(MemoryStore::keeping_finished(KEEP_FINISHED_IN_MEMORY)));
         }
         if let Some(url) = &self.database_url {
             let store = PgStore::connect(url).await.context("connect to PostgreSQL")?;

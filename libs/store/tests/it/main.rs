@@ -11,6 +11,7 @@
 mod backends;
 mod game;
 mod group_commit;
+mod memory_bound;
 mod opening;
 mod outage;
 mod participants;
