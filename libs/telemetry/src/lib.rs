@@ -194,6 +194,18 @@ pub fn init(service_name: &str) -> Guard {
 /// Calling it again (tests) does not panic: the first subscriber stays installed, and the
 /// later calls return guards that own nothing.
 pub fn init_with(service_name: &str, default_format: LogFormat) -> Guard {
+    init_inner(service_name, default_format, false)
+}
+
+/// [`init`] for a process whose traces all start in it (the all-in-one: clients send no
+/// trace context): unless it exports spans or writes JSON lines (whose `trace_id` needs
+/// it), it installs no OpenTelemetry layer at all. That layer, kept for nobody, cost about
+/// 10% of a busy all-in-one's CPU in its per-span bookkeeping (docs/benchmarks.md, issue 18).
+pub fn init_local(service_name: &str) -> Guard {
+    init_inner(service_name, LogFormat::Text, true)
+}
+
+fn init_inner(service_name: &str, default_format: LogFormat, local: bool) -> Guard {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     if INSTALLED.load(Ordering::Acquire) {
         return Guard { provider: None };
@@ -204,11 +216,12 @@ pub fn init_with(service_name: &str, default_format: LogFormat) -> Guard {
     problems.extend(problem);
     let disabled = env_true("OTEL_SDK_DISABLED");
     let mut exporting = false;
-    let provider = (!disabled).then(|| {
+    let (wanted, problem) = exporter_wanted();
+    problems.extend(problem);
+    let needed = !disabled && (wanted || !local || format == LogFormat::Json);
+    let provider = needed.then(|| {
         let resource = resource(service_name);
         let mut builder = SdkTracerProvider::builder().with_resource(resource);
-        let (wanted, problem) = exporter_wanted();
-        problems.extend(problem);
         if !wanted && !env_set("OTEL_TRACES_SAMPLER") {
             builder = builder.with_sampler(unexported_sampler());
         }
