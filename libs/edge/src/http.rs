@@ -86,6 +86,21 @@ impl EdgeState {
     }
 }
 
+/// What the edge serves on: `listener`, each accepted connection with TCP_NODELAY. Without
+/// it, a server message written right after another waits for the client's acknowledgement
+/// of the first (Nagle), which a client delays by up to 40 ms (delayed ACK): that was most of
+/// the all-in-one's move → view p50 (docs/benchmarks.md, issue 18).
+pub fn listener(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    fn no_delay(stream: &mut tokio::net::TcpStream) {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+        }
+    }
+    axum::serve::ListenerExt::tap_io(listener, no_delay as fn(&mut tokio::net::TcpStream))
+}
+
 /// The router of the whole edge.
 pub fn router(state: EdgeState) -> Router {
     let mut r = Router::new()
@@ -444,12 +459,13 @@ async fn ws(
     // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.
     // Buffers start small: tungstenite's 128 KiB read buffer per connection (allocated
     // up front) made an idle connection cost ≈ 135 KiB (docs/benchmarks.md); the read buffer
-    // still grows for a large frame, and writes go out message by message.
+    // still grows for a large frame. Writes are buffered up to 16 KiB (the buffer grows as
+    // used, not up front) so that the writer's batch of ready frames leaves in one write.
     upgrade
         .max_message_size(1 << 20)
         .max_frame_size(1 << 20)
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
+        .write_buffer_size(16 * 1024)
         .on_upgrade(move |socket| crate::ws::serve(gateway, principal, socket))
 }
 

@@ -24,5 +24,5 @@ mod ws;
 
 pub use auth::Tokens;
 pub use gateway::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig};
-pub use http::{EdgeOptions, EdgeState, router};
+pub use http::{EdgeOptions, EdgeState, listener, router};
 pub use shutdown::Shutdown;

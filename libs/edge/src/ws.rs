@@ -39,8 +39,24 @@ pub(crate) async fn serve(gateway: Gateway, principal: String, socket: WebSocket
                     return;
                 }
                 message = rx.recv() => match message {
-                    Some(message) => {
-                        if sink.send(Message::Text(message.text)).await.is_err() {
+                    Some(first) => {
+                        // What is ready goes out in one write: frames are buffered and
+                        // flushed once. A mover's ack and its snapshot come from two tasks a
+                        // moment apart, so the writer yields once before it flushes.
+                        let mut next = Some(first);
+                        let mut yielded = false;
+                        while let Some(message) = next {
+                            if sink.feed(Message::Text(message.text)).await.is_err() {
+                                return;
+                            }
+                            next = rx.try_recv().ok();
+                            if next.is_none() && !yielded {
+                                yielded = true;
+                                tokio::task::yield_now().await;
+                                next = rx.try_recv().ok();
+                            }
+                        }
+                        if sink.flush().await.is_err() {
                             return;
                         }
                     }

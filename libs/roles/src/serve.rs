@@ -432,7 +432,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
             warn!(sessions = open, "client sessions still open after the grace period; dropping them");
         }
     };
-    axum::serve(http, juegoland_edge::router(edge)).with_graceful_shutdown(stopping).await?;
+    axum::serve(juegoland_edge::listener(http), juegoland_edge::router(edge)).with_graceful_shutdown(stopping).await?;
     info!("gateway stopped");
     Ok(())
 }
@@ -500,7 +500,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     );
     let mut http_stop = stop_rx;
     let web = tokio::spawn(async move {
-        axum::serve(http, juegoland_edge::router(edge))
+        axum::serve(juegoland_edge::listener(http), juegoland_edge::router(edge))
             .with_graceful_shutdown(async move {
                 let _ = http_stop.wait_for(|s| *s).await;
             })

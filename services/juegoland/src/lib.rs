@@ -284,7 +284,7 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
     info!(%addr, "juegoland dev is listening; open http://{addr}/");
     // Tests and scripts read this line to find the port when started with port 0.
     println!("listening on http://{addr}/");
-    axum::serve(listener, juegoland_edge::router(edge))
+    axum::serve(juegoland_edge::listener(listener), juegoland_edge::router(edge))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })
