@@ -25,6 +25,6 @@ pub use node::{NodeMetrics, NodeService};
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    GatewayConfig, NodeConfig, RouterConfig, SchedulerConfig, register_process_metrics, run_gateway, run_node,
-    run_router, run_scheduler,
+    GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig, register_process_metrics, run_gateway,
+    run_node, run_router, run_scheduler,
 };

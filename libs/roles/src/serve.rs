@@ -78,6 +78,17 @@ pub struct RouterConfig {
     /// Address of the HTTP server: the platform API, /metrics, /healthz, /readyz.
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
+    #[command(flatten)]
+    pub routing: RoutingConfig,
+    /// Bearer token the platform must present on create/withdraw; open when unset.
+    #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
+    pub platform_token: Option<String>,
+}
+
+/// How a router or a gateway reaches a match's owner: the ring of live nodes from the
+/// membership registry, and retries across NOT_OWNER / UNAVAILABLE.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RoutingConfig {
     /// PostgreSQL URL of the membership registry.
     #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
     pub database_url: String,
@@ -87,9 +98,6 @@ pub struct RouterConfig {
     /// How long one call is retried across NOT_OWNER / UNAVAILABLE, in milliseconds.
     #[arg(long, env = "JUEGOLAND_RETRY_BUDGET_MS", default_value_t = 8_000)]
     pub retry_budget_ms: u64,
-    /// Bearer token the platform must present on create/withdraw; open when unset.
-    #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
-    pub platform_token: Option<String>,
 }
 
 /// Settings of a gateway process.
@@ -98,16 +106,10 @@ pub struct GatewayConfig {
     /// Address of the HTTP server: the protocol at /v1/ws, /v1/games, /metrics, /healthz.
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8090")]
     pub http: SocketAddr,
-    /// PostgreSQL URL of the membership registry: the gateway places matches on the ring of
-    /// live nodes, as the routers do, and calls their owners directly.
-    #[arg(long, env = "JUEGOLAND_DATABASE_URL")]
-    pub database_url: String,
-    /// How often the ring is re-read from the registry, in milliseconds.
-    #[arg(long, env = "JUEGOLAND_MEMBERSHIP_REFRESH_MS", default_value_t = 250)]
-    pub membership_refresh_ms: u64,
-    /// How long one call is retried across NOT_OWNER / UNAVAILABLE, in milliseconds.
-    #[arg(long, env = "JUEGOLAND_RETRY_BUDGET_MS", default_value_t = 8_000)]
-    pub retry_budget_ms: u64,
+    /// Where the matches are: the gateway places them on the ring of live nodes, as the
+    /// routers do, and calls their owners directly.
+    #[command(flatten)]
+    pub routing: RoutingConfig,
     /// Redis URL of the publication streams.
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
@@ -383,14 +385,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
 pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
-    let forwarder = forwarder(
-        &config.database_url,
-        Duration::from_millis(config.membership_refresh_ms),
-        Duration::from_millis(config.retry_budget_ms),
-        registry,
-        &prometheus,
-    )
-    .await?;
+    let forwarder = forwarder(&config.routing, registry, &prometheus).await?;
     let redis = RedisBus::new(&config.redis_url, RedisBusConfig::default()).context("the Redis URL")?;
     if let Err(e) = redis.ping().await {
         warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
@@ -438,23 +433,21 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
 }
 
 /// The routing of a router and a gateway: the ring of live nodes from the membership
-/// registry, and a forwarder to each match's owner with retries within `budget`.
+/// registry, and a forwarder to each match's owner with retries within the budget.
 async fn forwarder(
-    database_url: &str,
-    refresh: Duration,
-    budget: Duration,
+    routing: &RoutingConfig,
     registry: Registry,
     prometheus: &prometheus::Registry,
 ) -> anyhow::Result<Forwarder> {
     let pool = PgPoolOptions::new()
         .max_connections(2)
-        .connect(database_url)
+        .connect(&routing.database_url)
         .await
         .context("connect to PostgreSQL (membership)")?;
-    let membership = Membership::start(pool, refresh);
+    let membership = Membership::start(pool, Duration::from_millis(routing.membership_refresh_ms));
     membership.register(prometheus).context("register membership metrics")?;
     membership.refresh_now().await;
-    let budget = RetryBudget { total: budget, ..RetryBudget::default() };
+    let budget = RetryBudget { total: Duration::from_millis(routing.retry_budget_ms), ..RetryBudget::default() };
     let metrics = RouterMetrics::new(prometheus).context("register forwarding metrics")?;
     Ok(Forwarder::new(membership, Arc::new(registry), budget, metrics))
 }
@@ -463,14 +456,7 @@ async fn forwarder(
 pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "router").context("register process metrics")?;
-    let forwarder = forwarder(
-        &config.database_url,
-        Duration::from_millis(config.membership_refresh_ms),
-        Duration::from_millis(config.retry_budget_ms),
-        registry,
-        &prometheus,
-    )
-    .await?;
+    let forwarder = forwarder(&config.routing, registry, &prometheus).await?;
 
     // The platform API is the edge's, over the forwarder; the router serves no WebSocket
     // and mints no tokens, so its signing key is a throwaway.
