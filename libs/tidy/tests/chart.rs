@@ -158,6 +158,21 @@ fn struct_body<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     Some(&rest[..rest.find("\n}")?])
 }
 
+/// The `env = "…"` names of `pub struct <config>` in `serve`, and of the structs its
+/// `#[command(flatten)]` fields name.
+fn config_env(serve: &str, config: &str) -> BTreeSet<String> {
+    let body =
+        struct_body(serve, config).unwrap_or_else(|| panic!("no `pub struct {config}` in libs/roles/src/serve.rs"));
+    let mut names = env_names(body);
+    for rest in body.split("#[command(flatten)]").skip(1) {
+        let field = rest.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("///")).unwrap_or("");
+        let ty = field.split(':').nth(1).unwrap_or("").trim().trim_end_matches(',');
+        assert!(!ty.is_empty(), "{config}: a #[command(flatten)] with no field after it");
+        names.extend(config_env(serve, ty));
+    }
+    names
+}
+
 /// The environment variables `binary` reads: the `JUEGOLAND_*` of its clap configuration (a
 /// service crate flattens one `juegoland_roles::…Config` of `libs/roles/src/serve.rs`; the
 /// all-in-one `juegoland` has subcommands, so any of its own and those) and telemetry's.
@@ -181,9 +196,7 @@ fn accepted_env(binary: &str, binaries: &[(String, PathBuf)]) -> BTreeSet<String
     } else {
         assert!(!configs.is_empty(), "{}/src/lib.rs flattens no juegoland_roles::…Config", dir.display());
         for config in configs {
-            let body = struct_body(&serve, config)
-                .unwrap_or_else(|| panic!("no `pub struct {config}` in libs/roles/src/serve.rs"));
-            accepted.extend(env_names(body));
+            accepted.extend(config_env(&serve, config));
         }
     }
     accepted
