@@ -375,6 +375,7 @@ impl MatchActor {
     ) -> Result<juegoland_core::Commit, MatchError> {
         let started = Instant::now();
         let span = info_span!(
+            target: juegoland_telemetry::TRACE_ONLY,
             "store.commit",
             match_id = %pending.commit.match_id,
             revision = pending.commit.revision_after(),
@@ -419,6 +420,7 @@ impl MatchActor {
                 Ok(())
             } else {
                 let span = info_span!(
+                    target: juegoland_telemetry::TRACE_ONLY,
                     "bus.publish",
                     match_id = %commit.match_id,
                     revision,

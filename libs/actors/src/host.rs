@@ -151,7 +151,7 @@ impl Host {
                     other => MatchError::from(other),
                 }
             })?;
-        let span = info_span!("store.commit", match_id = %match_id, revision = 0u64, publications = pending.commit.publications.len());
+        let span = info_span!(target: juegoland_telemetry::TRACE_ONLY, "store.commit", match_id = %match_id, revision = 0u64, publications = pending.commit.publications.len());
         match self.shared.store.commit(&pending.commit).instrument(span).await {
             Ok(()) => {}
             Err(StoreError::Conflict { .. }) => {

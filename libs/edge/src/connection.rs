@@ -216,13 +216,14 @@ pub(crate) async fn serve_frames(
     ended
 }
 
-/// One client command, in a `gateway.command` span: the root of the command's trace (clients
+/// One client command, in a `gateway.command` span (trace-only): the root of the command's trace (clients
 /// send no trace context), which the call to the router (or the host, in one process)
 /// continues. It names the match and the command and records the answer's status or error
 /// code; never the action or its payload.
 async fn command(gateway: &Gateway, principal: &str, envelope: CommandEnvelope) -> ServerMessage {
     let (match_id, command_id) = (envelope.match_id, envelope.command_id);
     let span = info_span!(
+        target: juegoland_telemetry::TRACE_ONLY,
         parent: None,
         "gateway.command",
         match_id = %match_id,

@@ -68,7 +68,7 @@ pub(crate) struct Gateway {
 /// is simply not found).
 pub(crate) fn host_error(gateway: &Gateway, e: &MatchError, match_id: Option<Uuid>) -> ErrorMessage {
     if !matches!(e, MatchError::NotFound) {
-        warn!(error = %e, "host call failed");
+        warn!(match_id = match_id.map(tracing::field::display), error = %e, "host call failed");
     }
     let msg = e.to_error_message(match_id);
     gateway.metrics.errors.with_label_values(&[msg.code.as_str()]).inc();

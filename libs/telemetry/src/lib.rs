@@ -16,7 +16,9 @@
 //! Logs:
 //! - `RUST_LOG`: the log lines' filter, `info` by default. Spans of this workspace at `info`
 //!   stay visible to the log lines whatever the filter, so a `warn` line still carries the
-//!   match and command it happened in.
+//!   match and command it happened in — except, in a process that keeps no traces, spans
+//!   with the target [`TRACE_ONLY`] (a command's commit and publish, the gateway's
+//!   command), which it does not create at all.
 //! - `JUEGOLAND_LOG_FORMAT`: `text` (human lines) or `json` (one JSON object per line: time,
 //!   level, target, message, the event's fields, the fields of every enclosing span — match
 //!   id, command id, revision where known — the innermost span's name, and `trace_id` /
@@ -128,6 +130,14 @@ impl LogFormat {
 }
 
 /// Whether [`init`] installed its subscriber (in this process, once).
+/// The target of a span made only for the traces: a process without the OpenTelemetry layer
+/// (`juegoland dev` that exports nothing) does not create it at all, so it costs a callsite
+/// check instead of a span's bookkeeping per move. For the inner steps of an operation whose
+/// context an enclosing span already gives (`store.commit`, `bus.publish`), and for
+/// `gateway.command`, whose answer the node's `match.command` span describes again (its
+/// warnings name their match themselves).
+pub const TRACE_ONLY: &str = "juegoland::trace";
+
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Whether the installed subscriber has an OpenTelemetry layer (not `OTEL_SDK_DISABLED`).
 static OTEL_LAYER: AtomicBool = AtomicBool::new(false);
@@ -241,7 +251,7 @@ fn init_inner(service_name: &str, default_format: LogFormat, local: bool) -> Gua
         builder.build()
     });
 
-    let log_layer = log_layer(format, std::io::stderr);
+    let log_layer = log_layer(format, std::io::stderr, provider.is_some());
     let trace_filter = EnvFilter::try_from_env("JUEGOLAND_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new("info"));
     let otel_layer = provider
         .as_ref()
@@ -294,12 +304,13 @@ where
 /// The log lines on `writer` in `format`: `RUST_LOG`'s events (default `info`), and this
 /// workspace's spans down to `info` whatever `RUST_LOG` says, so that every line names the
 /// match and command it belongs to.
-fn log_layer<S, W>(format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+fn log_layer<S, W>(format: LogFormat, writer: W, traces: bool) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter = LogFilter { events: EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")) };
+    let filter =
+        LogFilter { events: EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")), traces };
     match format {
         // Colours only for a person at a terminal, not for a file or a log collector.
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -317,7 +328,9 @@ where
 }
 
 /// The log lines' filter: `events` (from `RUST_LOG`) for everything but this workspace's spans
-/// down to `info`, which it always enables (their fields give every line its context).
+/// down to `info`, which it always enables (their fields give every line its context), and
+/// the [`TRACE_ONLY`] spans, which it enables only when `traces` (the OpenTelemetry layer
+/// makes them anyway, and a line inside one then carries its trace ids).
 ///
 /// A filter of its own rather than `events.or(filter_fn(…))`: a `FilterFn` has no callsite
 /// interest of its own, which makes the combination's interest "sometimes" for every callsite,
@@ -325,21 +338,32 @@ where
 /// with tracing-subscriber 0.3.23). Here every callsite keeps a fixed interest.
 struct LogFilter {
     events: EnvFilter,
+    traces: bool,
 }
 
 impl LogFilter {
     fn is_context_span(meta: &tracing::Metadata<'_>) -> bool {
         meta.is_span() && *meta.level() <= Level::INFO && meta.target().starts_with("juegoland")
     }
+
+    fn is_hidden(&self, meta: &tracing::Metadata<'_>) -> bool {
+        !self.traces && meta.is_span() && meta.target() == TRACE_ONLY
+    }
 }
 
 impl<S: Subscriber> Filter<S> for LogFilter {
     fn enabled(&self, meta: &tracing::Metadata<'_>, cx: &layer::Context<'_, S>) -> bool {
-        Self::is_context_span(meta) || Filter::enabled(&self.events, meta, cx)
+        !self.is_hidden(meta) && (Self::is_context_span(meta) || Filter::enabled(&self.events, meta, cx))
     }
 
     fn callsite_enabled(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
-        if Self::is_context_span(meta) { Interest::always() } else { Filter::<S>::callsite_enabled(&self.events, meta) }
+        if self.is_hidden(meta) {
+            Interest::never()
+        } else if Self::is_context_span(meta) {
+            Interest::always()
+        } else {
+            Filter::<S>::callsite_enabled(&self.events, meta)
+        }
     }
 
     fn event_enabled(&self, event: &Event<'_>, cx: &layer::Context<'_, S>) -> bool {
@@ -738,11 +762,38 @@ mod tests {
     }
 
     #[test]
+    fn trace_only_spans_cost_nothing_without_traces_and_stay_out_of_the_log_lines() {
+        let lines = Lines::default();
+        let subscriber = tracing_subscriber::registry().with(log_layer(LogFormat::Json, lines.clone(), false));
+        tracing::subscriber::with_default(subscriber, || {
+            let _command = tracing::info_span!(target: "juegoland_test", "match.command", match_id = "m-1").entered();
+            let commit = tracing::info_span!(target: TRACE_ONLY, "store.commit", publications = 2u64);
+            assert!(commit.is_disabled(), "no layer wants a trace-only span: it is not created");
+            let _commit = commit.entered();
+            tracing::warn!(target: "juegoland_test", "commit failed");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).expect("utf-8");
+        let line: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("json");
+        assert_eq!(line["span"], "match.command", "{line}");
+        assert_eq!(line["match_id"], "m-1");
+        assert!(line.get("publications").is_none(), "{line}");
+
+        // With the OpenTelemetry layer the span exists, for the traces.
+        let provider = SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(log_layer(LogFormat::Json, Lines::default(), true))
+            .with(otel_layer(provider.tracer("test"), LogFormat::Json, false));
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(!tracing::info_span!(target: TRACE_ONLY, "store.commit").is_disabled());
+        });
+    }
+
+    #[test]
     fn json_lines_carry_the_span_fields_and_the_trace_ids() {
         let lines = Lines::default();
         let provider = SdkTracerProvider::builder().build();
         let subscriber = tracing_subscriber::registry()
-            .with(log_layer(LogFormat::Json, lines.clone()))
+            .with(log_layer(LogFormat::Json, lines.clone(), true))
             .with(otel_layer(provider.tracer("test"), LogFormat::Json, false));
         tracing::subscriber::with_default(subscriber, || {
             let command = tracing::info_span!(
@@ -759,7 +810,7 @@ mod tests {
             tracing::warn!(target: "juegoland_test", outcome = "applied", level = "forged", "command applied");
         });
         tracing::subscriber::with_default(
-            tracing_subscriber::registry().with(log_layer(LogFormat::Json, lines.clone())),
+            tracing_subscriber::registry().with(log_layer(LogFormat::Json, lines.clone(), false)),
             || tracing::info!(target: "juegoland_test", "outside any span"),
         );
         let text = String::from_utf8(lines.0.lock().unwrap().clone()).expect("utf-8");
