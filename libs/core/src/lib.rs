@@ -9,12 +9,14 @@
 //! Must not use: tokio, IO, storage, the network, clocks or OS randomness (the caller passes
 //! the captured instant and an entropy source), nor know any game by name.
 
+pub mod check;
 pub mod pipeline;
 pub mod project;
 pub mod registry;
 pub mod replay;
 pub mod state;
 
+pub use check::OutputSchema;
 pub use pipeline::{
     CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
     valid_reason_code,

@@ -686,8 +686,8 @@ fn check_transition(
 }
 
 fn check_data(game: &LoadedGame, data: &RawJson, limits: &Limits) -> Result<(), Fault> {
-    if !game.data.is_valid(&data.to_value()) {
-        return Err(Fault(format!("{} produced data that fails its data schema", game.descriptor().id)));
+    if let Err(e) = game.data.check(data.get()) {
+        return Err(Fault(format!("{} produced data that fails its data schema: {e}", game.descriptor().id)));
     }
     let size = data.get().len();
     if size > limits.max_data_bytes {

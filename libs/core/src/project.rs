@@ -4,8 +4,7 @@
 use juegoland_protocol::{
     ConcreteOffer, ParametrizedOffer, Precondition, ServerMessage, Snapshot, WireEvent, WireOffer,
 };
-use juegoland_sdk::{ConflictPolicy, ErasedTransition, LoadedPosition, Recipient};
-use serde_json::Value;
+use juegoland_sdk::{ConflictPolicy, ErasedTransition, LoadedPosition, RawJson, Recipient};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -104,18 +103,18 @@ pub(crate) fn build_snapshot(
     loaded: &LoadedPosition,
     transition: Option<(&LoadedPosition, &ErasedTransition)>,
     recipient: Recipient<'_>,
-    known_valid_view: Option<&Value>,
+    known_valid_view: Option<&RawJson>,
 ) -> Result<ServerMessage, Fault> {
     let d = game.descriptor();
     let projection = game.game.project(loaded, recipient).map_err(|e| Fault(e.to_string()))?;
-    // A view equal to one already validated in this revision (public games give every
-    // recipient the same view) is valid; comparing costs a fraction of validating.
-    let known = known_valid_view.is_some_and(|v| *v == projection.view);
-    if !known && !game.view.is_valid(&projection.view) {
-        return Err(Fault(format!("{} produced a view that fails its view schema", d.id)));
+    // A view with the same text as one already checked in this revision (public games give
+    // every recipient the same view) is valid; comparing costs a fraction of checking.
+    let known = known_valid_view.is_some_and(|v| v.get() == projection.view.get());
+    if !known && let Err(e) = game.view.check(projection.view.get()) {
+        return Err(Fault(format!("{} produced a view that fails its view schema: {e}", d.id)));
     }
-    if !game.context.is_valid(&projection.context) {
-        return Err(Fault(format!("{} produced a context that fails its context schema", d.id)));
+    if let Err(e) = game.context.check(projection.context.get()) {
+        return Err(Fault(format!("{} produced a context that fails its context schema: {e}", d.id)));
     }
     let seat = recipient.seat();
     let events = match transition {

@@ -8,18 +8,21 @@ use jsonschema::Validator;
 use juegoland_sdk::{Descriptor, ErasedGame, Schemas};
 use serde_json::Value;
 
+use crate::check::OutputSchema;
 use crate::state::GameKey;
 
-/// A registered game with its compiled validators.
+/// A registered game with its compiled schemas: `jsonschema` validators for what comes in as
+/// JSON (config, payloads) and for events, streaming [`OutputSchema`]s for the texts the
+/// rules' typed outputs are serialized into (data, view, context).
 pub struct LoadedGame {
     pub game: Arc<dyn ErasedGame>,
     /// The module's digest: SHA-256 (hex) of the JCS of its manifest — descriptor and
     /// generated schemas ([`rules_digest`]). A match pins it at creation.
     pub digest: String,
     pub(crate) config: Validator,
-    pub(crate) data: Validator,
-    pub(crate) view: Validator,
-    pub(crate) context: Validator,
+    pub(crate) data: OutputSchema,
+    pub(crate) view: OutputSchema,
+    pub(crate) context: OutputSchema,
     pub(crate) visible_event: Validator,
     pub(crate) actions: BTreeMap<String, Validator>,
 }
@@ -88,6 +91,13 @@ impl Registry {
                 message: e.to_string(),
             })
         };
+        let output = |what: &str, schema: &Value| {
+            OutputSchema::compile(schema).map_err(|message| RegistryError::BadSchema {
+                id: d.id.clone(),
+                what: what.to_owned(),
+                message,
+            })
+        };
         let s = game.schemas();
         let mut actions = BTreeMap::new();
         for a in &d.actions {
@@ -107,9 +117,9 @@ impl Registry {
         let loaded = LoadedGame {
             digest: rules_digest(&d, s),
             config: compile("config", &s.config)?,
-            data: compile("data", &s.data)?,
-            view: compile("view", &s.view)?,
-            context: compile("context", &s.context)?,
+            data: output("data", &s.data)?,
+            view: output("view", &s.view)?,
+            context: output("context", &s.context)?,
             visible_event: compile("visible event", &s.visible_event)?,
             actions,
             game,

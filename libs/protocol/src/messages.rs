@@ -8,7 +8,7 @@
 //! only enter through [`crate::decode_client`], which also rejects duplicate keys, excessive
 //! depth and oversize messages.
 
-use juegoland_sdk::MatchResult;
+use juegoland_sdk::{MatchResult, RawJson};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -255,8 +255,11 @@ pub struct Snapshot {
     /// The recipient's seat, or `null` for an authorized spectator. Always present.
     #[serde(deserialize_with = "nullable")]
     pub seat: Option<String>,
-    pub view: Value,
-    pub context: Value,
+    // The rules' view and context for this recipient, as the texts they were serialized into.
+    #[schemars(with = "Value")]
+    pub view: RawJson,
+    #[schemars(with = "Value")]
+    pub context: RawJson,
     /// The offers for this recipient.
     pub actions: Vec<WireOffer>,
     /// `null` while the match is active. Always present.

@@ -55,10 +55,12 @@ pub struct ErasedOffer {
     pub constraints: Option<Value>,
 }
 
+/// A recipient's projection, its view and context serialized once from the typed values
+/// (the engine checks the texts against their schemas and sends them as they are).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ErasedProjection {
-    pub view: Value,
-    pub context: Value,
+    pub view: RawJson,
+    pub context: RawJson,
     pub result: Option<MatchResult>,
 }
 
@@ -301,8 +303,8 @@ impl<G: Game> ErasedGame for Module<G> {
     fn project(&self, p: &LoadedPosition, recipient: Recipient<'_>) -> Result<ErasedProjection, DecodeError> {
         let pr = self.game.project(self.pos(p), recipient);
         Ok(ErasedProjection {
-            view: to_json("view", &pr.view)?,
-            context: to_json("context", &pr.context)?,
+            view: RawJson::encode(&pr.view).map_err(|source| DecodeError::Json { what: "view", source })?,
+            context: RawJson::encode(&pr.context).map_err(|source| DecodeError::Json { what: "context", source })?,
             result: pr.result,
         })
     }

@@ -273,10 +273,10 @@ fn hidden_values_stay_with_their_author_in_publications() {
         let ev = &s.events[0];
         if p.recipient.as_deref() == Some("p0") {
             assert_eq!(ev.data["value"], 7);
-            assert_eq!(s.view["ownMarks"], json!([7]));
+            assert_eq!(s.view.to_value()["ownMarks"], json!([7]));
         } else {
             assert!(ev.data["value"].is_null(), "ben must not see ann's mark");
-            assert_eq!(s.view["ownMarks"], json!([]));
+            assert_eq!(s.view.to_value()["ownMarks"], json!([]));
         }
     }
     // Offers carry engine-computed preconditions; parametrized ones name the schema.

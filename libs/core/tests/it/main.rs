@@ -3,6 +3,7 @@
 //! through the pipeline, and a fixture game for `actor` counters and cooperative results.
 
 mod acceptance;
+mod check;
 mod fixture;
 mod harness;
 mod props;

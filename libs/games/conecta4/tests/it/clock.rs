@@ -476,7 +476,7 @@ fn the_erased_form_carries_the_clock_in_schemas_and_views() {
         let json = game.encode_position(&position).unwrap();
         assert!(jsonschema::is_valid(&schemas.data, &json.data.to_value()), "{}", json.data.get());
         for recipient in [Recipient::Seat("p0"), Recipient::Seat("p1"), Recipient::Spectator] {
-            let view = game.project(&position, recipient).unwrap().view;
+            let view = game.project(&position, recipient).unwrap().view.to_value();
             assert!(jsonschema::is_valid(&schemas.view, &view), "{view}");
             let running_due = if json.result.is_some() { Value::Null } else { json!(due) };
             assert_eq!(view["clock"]["running"]["dueMs"], running_due);
@@ -513,7 +513,7 @@ fn the_erased_form_carries_the_clock_in_schemas_and_views() {
         position = t.next;
     }
     // Deadline payloads never reach a view.
-    let view = game.project(&position, Recipient::Seat("p0")).unwrap().view;
+    let view = game.project(&position, Recipient::Seat("p0")).unwrap().view.to_value();
     assert!(view["clock"].get("serial").is_none());
     let _: VisibleEvent = serde_json::from_value(json!({"type": "clock.expired", "data": {"seat": "p1"}})).unwrap();
 }
