@@ -16,7 +16,7 @@
 //! input. Hand-rolled because no crate validates JSON Schema from a stream (see
 //! docs/decisions.md).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Deserialize as _;
@@ -68,7 +68,7 @@ struct Native {
     items: Option<NodeId>,
     min_items: Option<usize>,
     max_items: Option<usize>,
-    properties: HashMap<String, NodeId>,
+    properties: BTreeMap<String, NodeId>,
     required: Vec<String>,
     additional: Option<NodeId>,
     /// An `anyOf` / `oneOf` whose branches take disjoint JSON types: the branch for a type.
@@ -98,7 +98,7 @@ const NUMBER_FORMATS: [&str; 14] = [
 impl OutputSchema {
     /// Compiles `schema` (a 2020-12 schema with its definitions under `$defs`).
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        let mut c = Compiler { root: schema, nodes: Vec::new(), fallbacks: Vec::new(), defs: HashMap::new() };
+        let mut c = Compiler { root: schema, nodes: Vec::new(), fallbacks: Vec::new(), defs: BTreeMap::new() };
         c.node(schema)?;
         Ok(Self { nodes: c.nodes, fallbacks: c.fallbacks })
     }
@@ -130,7 +130,7 @@ struct Compiler<'a> {
     nodes: Vec<Node>,
     fallbacks: Vec<jsonschema::Validator>,
     /// `$ref` targets compiled so far (recursive types refer to themselves).
-    defs: HashMap<String, NodeId>,
+    defs: BTreeMap<String, NodeId>,
 }
 
 impl Compiler<'_> {
