@@ -79,6 +79,7 @@ pub(crate) fn command_span(
 ) -> Span {
     let seat = state.hot.as_ref().and_then(|live| live.state().seat_of(principal));
     info_span!(
+        target: juegoland_telemetry::TRACE_ONLY,
         parent: parent,
         "match.command",
         match_id = %envelope.match_id,

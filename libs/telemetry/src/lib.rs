@@ -16,9 +16,10 @@
 //! Logs:
 //! - `RUST_LOG`: the log lines' filter, `info` by default. Spans of this workspace at `info`
 //!   stay visible to the log lines whatever the filter, so a `warn` line still carries the
-//!   match and command it happened in — except, in a process that keeps no traces, spans
-//!   with the target [`TRACE_ONLY`] (a command's commit and publish, the gateway's
-//!   command), which it does not create at all.
+//!   match and command it happened in — except, in a process that keeps no traces and logs
+//!   nothing below `info`, spans with the target [`TRACE_ONLY`] (the spans of every move),
+//!   which it does not create at all: the warnings and errors of a move name their match and
+//!   command themselves.
 //! - `JUEGOLAND_LOG_FORMAT`: `text` (human lines) or `json` (one JSON object per line: time,
 //!   level, target, message, the event's fields, the fields of every enclosing span — match
 //!   id, command id, revision where known — the innermost span's name, and `trace_id` /
@@ -130,12 +131,11 @@ impl LogFormat {
 }
 
 /// Whether [`init`] installed its subscriber (in this process, once).
-/// The target of a span made only for the traces: a process without the OpenTelemetry layer
-/// (`juegoland dev` that exports nothing) does not create it at all, so it costs a callsite
-/// check instead of a span's bookkeeping per move. For the inner steps of an operation whose
-/// context an enclosing span already gives (`store.commit`, `bus.publish`), and for
-/// `gateway.command`, whose answer the node's `match.command` span describes again (its
-/// warnings name their match themselves).
+/// The target of a span made for the traces and for detailed logs: a process without the
+/// OpenTelemetry layer that logs at `info` or above (`juegoland dev` by default) does not
+/// create it at all, so it costs a callsite check instead of a span's bookkeeping. For the
+/// spans of every move (`gateway.command`, `match.command`, `store.commit`, `bus.publish`):
+/// the warnings and errors inside them name their match and command themselves.
 pub const TRACE_ONLY: &str = "juegoland::trace";
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -309,8 +309,24 @@ where
     S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let filter =
-        LogFilter { events: EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")), traces };
+    let events = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    log_layer_with(format, writer, traces, events)
+}
+
+/// [`log_layer`] with the lines' filter given (`RUST_LOG`'s in the product).
+fn log_layer_with<S, W>(
+    format: LogFormat,
+    writer: W,
+    traces: bool,
+    events: EnvFilter,
+) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    // Below `info`, lines come from inside a command's steps and want their context.
+    let detailed = Filter::<S>::max_level_hint(&events).is_none_or(|level| level > LevelFilter::INFO);
+    let filter = LogFilter { events, traces: traces || detailed };
     match format {
         // Colours only for a person at a terminal, not for a file or a log collector.
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -329,8 +345,10 @@ where
 
 /// The log lines' filter: `events` (from `RUST_LOG`) for everything but this workspace's spans
 /// down to `info`, which it always enables (their fields give every line its context), and
-/// the [`TRACE_ONLY`] spans, which it enables only when `traces` (the OpenTelemetry layer
-/// makes them anyway, and a line inside one then carries its trace ids).
+/// the [`TRACE_ONLY`] spans, which it enables only when `traces`: with the OpenTelemetry layer
+/// (which makes them anyway, and a line inside one then carries its trace ids) or when lines
+/// below `info` are wanted. At `info` and above, the lines inside such a span (warnings and
+/// errors of a command) name their match and command themselves.
 ///
 /// A filter of its own rather than `events.or(filter_fn(…))`: a `FilterFn` has no callsite
 /// interest of its own, which makes the combination's interest "sometimes" for every callsite,
@@ -764,7 +782,9 @@ mod tests {
     #[test]
     fn trace_only_spans_cost_nothing_without_traces_and_stay_out_of_the_log_lines() {
         let lines = Lines::default();
-        let subscriber = tracing_subscriber::registry().with(log_layer(LogFormat::Json, lines.clone(), false));
+        let info = || EnvFilter::new("info");
+        let subscriber =
+            tracing_subscriber::registry().with(log_layer_with(LogFormat::Json, lines.clone(), false, info()));
         tracing::subscriber::with_default(subscriber, || {
             let _command = tracing::info_span!(target: "juegoland_test", "match.command", match_id = "m-1").entered();
             let commit = tracing::info_span!(target: TRACE_ONLY, "store.commit", publications = 2u64);
@@ -777,6 +797,17 @@ mod tests {
         assert_eq!(line["span"], "match.command", "{line}");
         assert_eq!(line["match_id"], "m-1");
         assert!(line.get("publications").is_none(), "{line}");
+
+        // Below `info`, the lines want the span's context: it exists.
+        let subscriber = tracing_subscriber::registry().with(log_layer_with(
+            LogFormat::Json,
+            Lines::default(),
+            false,
+            EnvFilter::new("info,juegoland=debug"),
+        ));
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(!tracing::info_span!(target: TRACE_ONLY, "store.commit").is_disabled());
+        });
 
         // With the OpenTelemetry layer the span exists, for the traces.
         let provider = SdkTracerProvider::builder().build();
