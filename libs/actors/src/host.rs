@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{Instrument, error, info, info_span};
+use tracing::{Instrument, debug, error, info_span};
 use uuid::Uuid;
 
 use crate::actor::{MatchActor, MatchMsg};
@@ -163,7 +163,7 @@ impl Host {
             }
             Err(e) => return Err(e.into()),
         }
-        info!(match_id = %match_id, game = %game.id, "match created");
+        debug!(match_id = %match_id, game = %game.id, "match created");
         self.activate(match_id, Some(live)).await?;
         Ok(match_id)
     }

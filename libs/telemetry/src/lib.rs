@@ -256,7 +256,13 @@ fn init_inner(service_name: &str, default_format: LogFormat, local: bool) -> Gua
     let otel_layer = provider
         .as_ref()
         .map(|provider| otel_layer(provider.tracer("juegoland"), format, exporting).with_filter(trace_filter));
-    let installed = tracing_subscriber::registry().with(log_layer).with(otel_layer).try_init().is_ok();
+    // Not `.with(Option<layer>)`: a `None` layer answers "always" for every callsite, which
+    // next to the log layer's per-layer filter makes every span "sometimes" enabled, so the
+    // registry would make (and enter, and close) the spans no layer wants.
+    let installed = match otel_layer {
+        Some(otel_layer) => tracing_subscriber::registry().with(log_layer).with(otel_layer).try_init().is_ok(),
+        None => tracing_subscriber::registry().with(log_layer).try_init().is_ok(),
+    };
     for problem in problems {
         tracing::warn!("{problem}");
     }
@@ -364,8 +370,10 @@ impl LogFilter {
         meta.is_span() && *meta.level() <= Level::INFO && meta.target().starts_with("juegoland")
     }
 
+    /// A trace-only span, or another crate's (ractor's actor spans, entered at every poll),
+    /// in a process that keeps no traces and logs nothing below `info`.
     fn is_hidden(&self, meta: &tracing::Metadata<'_>) -> bool {
-        !self.traces && meta.is_span() && meta.target() == TRACE_ONLY
+        !self.traces && meta.is_span() && (meta.target() == TRACE_ONLY || !meta.target().starts_with("juegoland"))
     }
 }
 
@@ -789,6 +797,8 @@ mod tests {
             let _command = tracing::info_span!(target: "juegoland_test", "match.command", match_id = "m-1").entered();
             let commit = tracing::info_span!(target: TRACE_ONLY, "store.commit", publications = 2u64);
             assert!(commit.is_disabled(), "no layer wants a trace-only span: it is not created");
+            let other = tracing::info_span!(target: "ractor::actor", "actor", id = 7u64);
+            assert!(other.is_disabled(), "nor another crate's span");
             let _commit = commit.entered();
             tracing::warn!(target: "juegoland_test", "commit failed");
         });
