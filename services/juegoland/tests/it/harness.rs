@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use juegoland_api::{MatchError, MatchReply, MatchRequest};
-use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
+use juegoland_protocol::{Action, CommandEnvelope, Precondition, Recovery, ServerMessage};
 use juegoland_rpc::pb;
 use juegoland_store::audit::SeenApplied;
 use juegoland_store::{PgStore, Store};
@@ -377,13 +377,15 @@ pub async fn play(mut client: RouterClient, until: Instant, seen: Arc<Mutex<Seen
             };
             let req = command(principal, &envelope);
             let answer = loop {
-                match router_call(&mut client, &req).await {
-                    Ok(r) => break message(r),
-                    Err(_) => {
-                        seen.lock().await.failed_calls += 1;
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
+                match router_call(&mut client, &req).await.map(message) {
+                    // UNAVAILABLE answered as a game.error (an owner fenced mid-command, a
+                    // retry budget spent mid-restart) says what a client does: send it again.
+                    Ok(ServerMessage::Error(e)) if e.recovery == Recovery::RetrySameCommand => {}
+                    Ok(m) => break m,
+                    Err(_) => {}
                 }
+                seen.lock().await.failed_calls += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
             };
             match answer {
                 ServerMessage::Ack(ack) if ack.status == juegoland_protocol::AckStatus::Applied => {
