@@ -415,7 +415,7 @@ async fn fanout(n: usize, rate: u64) {
     // `JUEGOLAND_BENCH_CURSOR_INTERVAL` says otherwise.
     let cursor = std::env::var("JUEGOLAND_BENCH_CURSOR_INTERVAL").unwrap_or_else(|_| "15".into());
     let gateway = Proc::spawn(
-        ["gateway", "--http", "127.0.0.1:0", "--routers", &c.routers[0].grpc, "--redis-url", &redis.url()]
+        ["gateway", "--http", "127.0.0.1:0", "--database-url", &url, "--redis-url", &redis.url()]
             .into_iter()
             .chain(["--jwt-secret", secret, "--cursor-interval", &cursor])
             .map(str::to_owned)
