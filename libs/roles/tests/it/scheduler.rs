@@ -353,6 +353,11 @@ async fn the_all_in_one_stores_fire_in_process() {
             let state = store.load(m).await.unwrap().unwrap();
             assert!(state.is_finished(), "{m} timed out");
         }
+        // The counter moves after the firing's commit is visible in the store: wait for it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while count(&metrics, "fired") < 3 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert_eq!(count(&metrics, "fired"), 3);
         let deadline = Instant::now() + Duration::from_secs(5);
         while metrics.pending.get() != 0 {
