@@ -98,7 +98,7 @@ impl Policy for AnyConcrete {
         let offers: Vec<&WireOffer> = snap.actions.iter().filter(|o| o.action_type() == self.action).collect();
         let offer = offers.get(rng.below(offers.len() as u64) as usize)?;
         match offer {
-            WireOffer::Concrete(o) => Some((o.r#type.clone(), o.payload.clone(), o.precondition)),
+            WireOffer::Concrete(o) => Some((o.r#type.clone(), o.payload.to_value(), o.precondition)),
             WireOffer::Parametrized(_) => None,
         }
     }

@@ -5,6 +5,11 @@
 //! an entry sees [`BusItem::Gap`] and must resync — reliability is the protocol's job.
 //! Must not use: any service, storage, or rules.
 //!
+//! Two ways to follow a match: [`Bus::subscribe`], a stream the subscriber polls in a task of
+//! its own, and [`Bus::watch`], a [`Sink`] the bus calls on the task that delivers — the
+//! publisher's, in one process, so a publication reaches its subscribers without a task hop
+//! per subscriber (backends without such a path forward their stream to the sink from a task).
+//!
 //! Which backend to choose:
 //! - one process (the all-in-one `juegoland dev`, tests): [`LocalBus`], a broadcast channel
 //!   per watched match; nothing leaves the process and nothing survives it.
@@ -19,6 +24,7 @@ mod redis;
 pub use crate::redis::{RedisBus, RedisBusConfig};
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{BoxStream, StreamExt};
@@ -46,6 +52,38 @@ pub enum BusItem {
     Gap,
 }
 
+/// What a bus hands a [`Sink`].
+#[derive(Clone, Copy, Debug)]
+pub enum Delivery<'a> {
+    Publication(&'a Publication),
+    /// Entries were lost (the subscriber lagged or the bus restarted): resync.
+    Gap,
+    /// The bus ended the subscription (it is shutting down): nothing more comes.
+    Ended,
+}
+
+/// A subscriber the bus calls directly ([`Bus::watch`]), in publication order, on the task
+/// that delivers: `deliver` must not block or await (it queues, or wakes a task of its own).
+pub trait Sink: Send + Sync + 'static {
+    fn deliver(&self, delivery: Delivery<'_>);
+}
+
+/// A [`Bus::watch`] in force; dropping it stops the deliveries (one already under way may
+/// still reach the sink).
+#[must_use = "dropping a Watching stops the deliveries"]
+pub struct Watching {
+    _stop: Box<dyn Send + Sync>,
+}
+
+/// Aborts a forwarding task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 #[async_trait::async_trait]
 pub trait Bus: Send + Sync + 'static {
     /// Publishes the publications of one revision of one match.
@@ -53,18 +91,94 @@ pub trait Bus: Send + Sync + 'static {
     /// Everything published for `match_id` from now on (every recipient: the subscriber
     /// filters by its seat).
     async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError>;
+
+    /// Everything published for `match_id` from now on, handed to `sink` as it arrives, until
+    /// the [`Watching`] is dropped. By default a task forwards [`Bus::subscribe`]'s stream
+    /// (and ends with [`Delivery::Ended`] when the stream does); a backend that can call the
+    /// sink where it delivers does so instead.
+    async fn watch(&self, match_id: Uuid, sink: Arc<dyn Sink>) -> Result<Watching, BusError> {
+        let mut stream = self.subscribe(match_id).await?;
+        let forward = tokio::spawn(async move {
+            while let Some(item) = stream.next().await {
+                match item {
+                    BusItem::Publication(p) => sink.deliver(Delivery::Publication(&p)),
+                    BusItem::Gap => sink.deliver(Delivery::Gap),
+                }
+            }
+            sink.deliver(Delivery::Ended);
+        });
+        Ok(Watching { _stop: Box::new(AbortOnDrop(forward)) })
+    }
 }
 
-/// An in-process bus: one broadcast channel per watched match.
+/// An in-process bus: one broadcast channel per subscribed match, and the sinks of each
+/// watched match, called by `publish` itself.
 pub struct LocalBus {
     capacity: usize,
     channels: Mutex<BTreeMap<Uuid, broadcast::Sender<Arc<Publication>>>>,
+    sinks: Arc<Sinks>,
+}
+
+/// The sinks of every watched match. A match's list is replaced, never changed in place, so
+/// `publish` takes it under the lock and calls the sinks after releasing it: a sink added
+/// meanwhile misses only publications committed before it was added, which the snapshot its
+/// subscriber reads next already covers.
+#[derive(Default)]
+struct Sinks {
+    next_id: AtomicU64,
+    by_match: Mutex<BTreeMap<Uuid, SinkList>>,
+}
+
+/// The sinks of one match, each with the id its [`Watching`] removes it by.
+type SinkList = Arc<[(u64, Arc<dyn Sink>)]>;
+
+impl Sinks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Uuid, SinkList>> {
+        self.by_match.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn of(&self, match_id: Uuid) -> Option<SinkList> {
+        self.lock().get(&match_id).cloned()
+    }
+
+    fn add(&self, match_id: Uuid, sink: Arc<dyn Sink>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut by_match = self.lock();
+        let list: Vec<(u64, Arc<dyn Sink>)> =
+            by_match.get(&match_id).into_iter().flat_map(|l| l.iter().cloned()).chain([(id, sink)]).collect();
+        by_match.insert(match_id, list.into());
+        id
+    }
+
+    fn remove(&self, match_id: Uuid, id: u64) {
+        let mut by_match = self.lock();
+        let Some(list) = by_match.get(&match_id) else { return };
+        let rest: Vec<(u64, Arc<dyn Sink>)> = list.iter().filter(|(i, _)| *i != id).cloned().collect();
+        if rest.is_empty() {
+            by_match.remove(&match_id);
+        } else {
+            by_match.insert(match_id, rest.into());
+        }
+    }
+}
+
+/// Removes a sink from its match when dropped.
+struct Unwatch {
+    sinks: Arc<Sinks>,
+    match_id: Uuid,
+    id: u64,
+}
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        self.sinks.remove(self.match_id, self.id);
+    }
 }
 
 impl LocalBus {
     /// `capacity` entries are buffered per match before a slow subscriber sees a gap.
     pub fn new(capacity: usize) -> Self {
-        Self { capacity, channels: Mutex::new(BTreeMap::new()) }
+        Self { capacity, channels: Mutex::new(BTreeMap::new()), sinks: Arc::default() }
     }
 
     /// A new receiver of `match_id`'s channel. It subscribes under the lock: a receiver taken
@@ -89,6 +203,13 @@ impl Default for LocalBus {
 impl Bus for LocalBus {
     async fn publish(&self, publications: &[Publication]) -> Result<(), BusError> {
         let Some(first) = publications.first() else { return Ok(()) };
+        if let Some(sinks) = self.sinks.of(first.match_id) {
+            for p in publications {
+                for (_, sink) in sinks.iter() {
+                    sink.deliver(Delivery::Publication(p));
+                }
+            }
+        }
         let channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = channels.get(&first.match_id) {
             for p in publications {
@@ -97,6 +218,11 @@ impl Bus for LocalBus {
             }
         }
         Ok(())
+    }
+
+    async fn watch(&self, match_id: Uuid, sink: Arc<dyn Sink>) -> Result<Watching, BusError> {
+        let id = self.sinks.add(match_id, sink);
+        Ok(Watching { _stop: Box::new(Unwatch { sinks: self.sinks.clone(), match_id, id }) })
     }
 
     async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError> {

@@ -91,7 +91,7 @@ impl Playout {
         let concrete: Vec<_> = offers
             .iter()
             .filter_map(|o| match o {
-                WireOffer::Concrete(c) => Some((c.r#type.clone(), c.payload.clone())),
+                WireOffer::Concrete(c) => Some((c.r#type.clone(), c.payload.to_value())),
                 WireOffer::Parametrized(_) => None,
             })
             .collect();

@@ -7,9 +7,12 @@
 //! `DeserializeSeed` walks the compiled schema beside the input and allocates nothing for
 //! the keywords schemars emits for plain data — `type`, `properties`, `required`,
 //! `additionalProperties`, `items`, `prefixItems`, `minItems`/`maxItems`,
-//! `minLength`/`maxLength`, numeric bounds, `enum`/`const` of strings, `$ref`, and an `anyOf`
-//! or `oneOf` whose branches take different JSON types (an `Option` of a struct). Any other
-//! keyword (a tagged enum's `oneOf` over objects, `pattern`, `uniqueItems`, …) makes its
+//! `minLength`/`maxLength`, numeric bounds, `enum`/`const` of strings, `$ref`, an `anyOf`
+//! or `oneOf` whose branches take different JSON types (an `Option` of a struct), and one over
+//! objects told apart by a required property with a string `const` (a tagged enum: serde
+//! writes the tag first, so the tag picks the branch before the rest is read; an object whose
+//! first key is not the tag is checked by the fallback). Any other
+//! keyword (`pattern`, `uniqueItems`, …) makes its
 //! subschema a *fallback*: that part of the input is read into a `Value` and checked by the
 //! `jsonschema` crate, compiled for that subschema alone (with the root's `$defs`). So the
 //! verdict is always `jsonschema`'s; the property test `check` compares the two on random
@@ -73,6 +76,17 @@ struct Native {
     additional: Option<NodeId>,
     /// An `anyOf` / `oneOf` whose branches take disjoint JSON types: the branch for a type.
     by_type: Vec<(u8, NodeId)>,
+    /// An `anyOf` / `oneOf` over objects told apart by a tag.
+    by_tag: Option<ByTag>,
+}
+
+/// The branches of a tagged enum: every branch an object that requires the property `key`
+/// with a string `const` of its own.
+struct ByTag {
+    key: String,
+    branches: Vec<(String, NodeId)>,
+    /// The fallback for the whole choice, for an object whose first key is not the tag.
+    whole: usize,
 }
 
 /// Keywords that assert nothing.
@@ -229,7 +243,14 @@ impl Compiler<'_> {
                         n.by_type = branches;
                         true
                     }
-                    None => false,
+                    None => match self.by_tag(keyword, value)? {
+                        Some(by_tag) => {
+                            n.types = OBJECT;
+                            n.by_tag = Some(by_tag);
+                            true
+                        }
+                        None => false,
+                    },
                 },
                 _ => false,
             };
@@ -237,8 +258,8 @@ impl Compiler<'_> {
                 return Ok(None);
             }
         }
-        // A by-type choice next to assertions of its own would need both: the fallback.
-        if !n.by_type.is_empty() && assertions != 1 {
+        // A choice next to assertions of its own would need both: the fallback.
+        if (!n.by_type.is_empty() || n.by_tag.is_some()) && assertions != 1 {
             return Ok(None);
         }
         Ok(Some(Node::Native(Box::new(n))))
@@ -282,6 +303,56 @@ impl Compiler<'_> {
         Ok((!out.is_empty()).then_some(out))
     }
 
+    /// The branches of an `anyOf` / `oneOf` over objects told apart by a tag: each branch an
+    /// object schema (inline or a local `$ref`) requiring the same property, whose schema is
+    /// a string `const` (or a one-string `enum`) no other branch has. "Any" and "exactly one"
+    /// agree, since at most one branch's tag can match.
+    fn by_tag(&mut self, keyword: &str, branches: &Value) -> Result<Option<ByTag>, String> {
+        let Some(list) = branches.as_array().filter(|l| !l.is_empty()) else { return Ok(None) };
+        let mut key: Option<String> = None;
+        let mut tags: Vec<String> = Vec::new();
+        for branch in list {
+            let branch = match branch.get("$ref").and_then(Value::as_str) {
+                Some(target) => match target.strip_prefix("#/$defs/").and_then(|n| self.root.get("$defs")?.get(n)) {
+                    Some(def) => def,
+                    None => return Ok(None),
+                },
+                None => branch,
+            };
+            let Some((k, tag)) = tag_of(branch, key.as_deref()) else { return Ok(None) };
+            if tags.contains(&tag) {
+                return Ok(None);
+            }
+            key = Some(k);
+            tags.push(tag);
+        }
+        let Some(key) = key else { return Ok(None) };
+        let mut out = Vec::with_capacity(list.len());
+        for (branch, tag) in list.iter().zip(tags) {
+            let id = self.node(branch)?;
+            // The branch must be a plain object node, so that its properties can be walked
+            // once its tag is known.
+            let plain = |mut id: NodeId| {
+                for _ in 0..64 {
+                    match &self.nodes[id] {
+                        Node::Ref(to) => id = *to,
+                        Node::Native(n) => return n.by_type.is_empty() && n.by_tag.is_none() && n.types == OBJECT,
+                        _ => return false,
+                    }
+                }
+                false
+            };
+            if !plain(id) {
+                return Ok(None);
+            }
+            out.push((tag, id));
+        }
+        let Node::Fallback(whole) = self.fallback(&serde_json::json!({ keyword: branches }))? else {
+            unreachable!("fallback makes a fallback node")
+        };
+        Ok(Some(ByTag { key, branches: out, whole }))
+    }
+
     /// The JSON types a compiled node can accept, when its `type` says so.
     fn types_of(&self, mut id: NodeId) -> Option<u8> {
         for _ in 0..64 {
@@ -311,6 +382,39 @@ fn types(value: &Value) -> Option<u8> {
         Value::Array(names) => names.iter().try_fold(0, |acc, n| Some(acc | one(n.as_str()?)?)),
         _ => None,
     }
+}
+
+/// The tag property and value of a tagged enum's branch: an object schema (`type: object`)
+/// that requires a property (`key`, when given) whose schema allows one string only.
+fn tag_of(branch: &Value, key: Option<&str>) -> Option<(String, String)> {
+    if branch.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let properties = branch.get("properties")?.as_object()?;
+    let required = branch.get("required")?.as_array()?;
+    let one_string = |schema: &Value| -> Option<String> {
+        let map = schema.as_object()?;
+        let mut tag = None;
+        for (k, v) in map {
+            match k.as_str() {
+                "const" => tag = Some(v.as_str()?.to_owned()),
+                "enum" => match v.as_array()?.as_slice() {
+                    [Value::String(s)] => tag = Some(s.clone()),
+                    _ => return None,
+                },
+                "type" if v.as_str() == Some("string") => {}
+                k if ANNOTATIONS.contains(&k) => {}
+                _ => return None,
+            }
+        }
+        tag
+    };
+    properties.iter().find_map(|(k, schema)| {
+        if key.is_some_and(|key| key != k) || !required.iter().any(|r| r.as_str() == Some(k)) {
+            return None;
+        }
+        one_string(schema).map(|tag| (k.clone(), tag))
+    })
 }
 
 fn strings_or_null(value: &Value) -> Option<Vec<Option<String>>> {
@@ -493,7 +597,35 @@ impl<'de> Visitor<'de> for Seed<'_> {
             }
             Err(Err(e)) => return Err(e),
         };
-        let mut seen = vec![false; n.required.len()];
+        let Some(by_tag) = &n.by_tag else { return self.properties(n, map, Vec::new()) };
+        // A tagged enum: the first key should be the tag, whose value picks the branch.
+        let Some(first) = map.next_key::<Key<'de>>()? else { return fail("an empty object has no tag") };
+        if first.as_str() != by_tag.key {
+            // Not written tag first: the whole object goes to the fallback.
+            let first_value: Value = map.next_value()?;
+            let Value::Object(mut rest) = Value::deserialize(de::value::MapAccessDeserializer::new(map))? else {
+                unreachable!("a map deserializes into an object")
+            };
+            rest.insert(first.as_str().to_owned(), first_value);
+            return self.fallback(by_tag.whole, &Value::Object(rest));
+        }
+        // A tag that is not a string fails here, as it fails every branch.
+        let tag = map.next_value::<Key<'de>>()?;
+        let Some(&(_, node)) = by_tag.branches.iter().find(|(t, _)| t == tag.as_str()) else {
+            return fail(format!("{:?} is no branch's tag", tag.as_str()));
+        };
+        let Some(Node::Native(branch)) = self.schema.resolve(node, OBJECT) else {
+            unreachable!("tagged branches are compiled as plain objects")
+        };
+        self.properties(branch, map, vec![first.as_str().to_owned()])
+    }
+}
+
+impl Seed<'_> {
+    /// The rest of an object checked against an object node; `read` are the keys already read
+    /// and checked.
+    fn properties<'de, A: MapAccess<'de>>(&self, n: &Native, mut map: A, read: Vec<String>) -> Result<(), A::Error> {
+        let mut seen: Vec<bool> = n.required.iter().map(|r| read.contains(r)).collect();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let key = key.as_str();
             if let Some(i) = n.required.iter().position(|r| r == key) {
@@ -542,5 +674,54 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
             }
         }
         deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A tagged enum's choice is walked natively (the tag picks the branch), not handed to
+    /// the fallback; an object written with its tag elsewhere still gets jsonschema's verdict.
+    #[test]
+    fn a_tagged_choice_is_native_and_its_tag_picks_the_branch() {
+        let schema = json!({
+            "oneOf": [
+                {"type": "object", "properties": {"type": {"type": "string", "const": "dropped"},
+                    "data": {"type": "object", "properties": {"column": {"type": "integer", "maximum": 6}},
+                             "required": ["column"], "additionalProperties": false}},
+                 "required": ["type", "data"], "additionalProperties": false},
+                {"type": "object", "properties": {"type": {"type": "string", "const": "quiet"}},
+                 "required": ["type"], "additionalProperties": false}
+            ]
+        });
+        let compiled = OutputSchema::compile(&schema).unwrap();
+        assert!(matches!(&compiled.nodes[0], Node::Native(n) if n.by_tag.is_some()));
+        for (text, valid) in [
+            (r#"{"type":"dropped","data":{"column":3}}"#, true),
+            (r#"{"type":"dropped","data":{"column":7}}"#, false),
+            (r#"{"type":"dropped"}"#, false),
+            (r#"{"type":"quiet"}"#, true),
+            (r#"{"type":"quiet","data":{}}"#, false),
+            (r#"{"type":"other"}"#, false),
+            (r#"{"type":3}"#, false),
+            (r#"{}"#, false),
+            (r#""dropped""#, false),
+            (r#"{"data":{"column":3},"type":"dropped"}"#, true),
+            (r#"{"data":{"column":9},"type":"dropped"}"#, false),
+        ] {
+            assert_eq!(compiled.check(text).is_ok(), valid, "{text}");
+        }
+    }
+
+    #[test]
+    fn branches_with_the_same_tag_are_not_a_tagged_choice() {
+        let branch = json!({"type": "object", "properties": {"type": {"const": "a"}}, "required": ["type"]});
+        let compiled = OutputSchema::compile(&json!({"oneOf": [branch.clone(), branch]})).unwrap();
+        assert!(matches!(&compiled.nodes[0], Node::Fallback(_)));
+        // Both branches match: "exactly one" fails.
+        assert!(compiled.check(r#"{"type":"a"}"#).is_err());
     }
 }

@@ -48,6 +48,18 @@ pub fn event_id(match_id: Uuid, recipient: Option<&str>, revision: u64, index: u
     Uuid::new_v8(bytes)
 }
 
+/// `{"type":<event_type>,"data":<data>}`, the form a visible event's schema describes.
+fn tagged_text(event_type: &str, data: &str) -> String {
+    let mut text = String::with_capacity(event_type.len() + data.len() + 20);
+    text.push_str("{\"type\":");
+    // Writing a string into a String cannot fail.
+    text.push_str(&serde_json::to_string(event_type).unwrap_or_default());
+    text.push_str(",\"data\":");
+    text.push_str(data);
+    text.push('}');
+    text
+}
+
 /// The precondition a recipient must send with an offered action.
 fn precondition(state: &MatchState, seat: Option<&str>, policy: ConflictPolicy) -> Precondition {
     match policy {
@@ -77,7 +89,7 @@ fn offers(
             let precondition = precondition(state, recipient.seat(), spec.policy);
             match (o.payload, o.constraints) {
                 (Some(payload), None) => {
-                    if !game.payload_valid(&o.action_type, &payload) {
+                    if !game.offered_payload_valid(&o.action_type, payload.get()) {
                         return Err(Fault(format!("{} offered an invalid {} payload", d.id, o.action_type)));
                     }
                     Ok(WireOffer::Concrete(ConcreteOffer { r#type: o.action_type, payload, precondition }))
@@ -126,22 +138,16 @@ pub(crate) fn build_snapshot(
             .into_iter()
             .enumerate()
             .map(|(i, e)| {
-                // Validate the tagged form the game's schema describes, moving (not
-                // cloning) the data in and back out.
-                let mut tagged = serde_json::Map::with_capacity(2);
-                tagged.insert("type".into(), serde_json::Value::String(e.event_type));
-                tagged.insert("data".into(), e.data);
-                let tagged = serde_json::Value::Object(tagged);
-                if !game.visible_event.is_valid(&tagged) {
-                    return Err(Fault(format!("{} produced a visible event that fails its schema", d.id)));
+                // Check the tagged form the game's schema describes, as text.
+                let tagged = tagged_text(&e.event_type, e.data.get());
+                if let Err(error) = game.visible_event.check(&tagged) {
+                    return Err(Fault(format!("{} produced a visible event that fails its schema: {error}", d.id)));
                 }
-                let serde_json::Value::Object(mut tagged) = tagged else { unreachable!("built as an object") };
-                let (Some(serde_json::Value::String(r#type)), Some(data)) =
-                    (tagged.remove("type"), tagged.remove("data"))
-                else {
-                    unreachable!("both keys were inserted")
-                };
-                Ok(WireEvent { event_id: event_id(state.match_id, seat, state.revision, i), r#type, data })
+                Ok(WireEvent {
+                    event_id: event_id(state.match_id, seat, state.revision, i),
+                    r#type: e.event_type,
+                    data: e.data,
+                })
             })
             .collect::<Result<_, _>>()?,
     };

@@ -12,8 +12,8 @@ use crate::check::OutputSchema;
 use crate::state::GameKey;
 
 /// A registered game with its compiled schemas: `jsonschema` validators for what comes in as
-/// JSON (config, payloads) and for events, streaming [`OutputSchema`]s for the texts the
-/// rules' typed outputs are serialized into (data, view, context).
+/// JSON (config, command payloads), streaming [`OutputSchema`]s for the texts the rules' typed
+/// outputs are serialized into (data, view, context, visible events, offered payloads).
 pub struct LoadedGame {
     pub game: Arc<dyn ErasedGame>,
     /// The module's digest: SHA-256 (hex) of the JCS of its manifest — descriptor and
@@ -23,8 +23,11 @@ pub struct LoadedGame {
     pub(crate) data: OutputSchema,
     pub(crate) view: OutputSchema,
     pub(crate) context: OutputSchema,
-    pub(crate) visible_event: Validator,
+    pub(crate) visible_event: OutputSchema,
+    /// Command payloads, by action type.
     pub(crate) actions: BTreeMap<String, Validator>,
+    /// Offered payloads (the same schemas, checked as texts), by action type.
+    pub(crate) offers: BTreeMap<String, OutputSchema>,
 }
 
 impl LoadedGame {
@@ -53,6 +56,12 @@ impl LoadedGame {
     /// Whether `payload` is valid for `action_type` (false for an unknown type).
     pub fn payload_valid(&self, action_type: &str, payload: &Value) -> bool {
         self.actions.get(action_type).is_some_and(|v| v.is_valid(payload))
+    }
+
+    /// Whether an offered payload's text is valid for `action_type` (false for an unknown
+    /// type).
+    pub(crate) fn offered_payload_valid(&self, action_type: &str, payload: &str) -> bool {
+        self.offers.get(action_type).is_some_and(|v| v.check(payload).is_ok())
     }
 }
 
@@ -100,8 +109,11 @@ impl Registry {
         };
         let s = game.schemas();
         let mut actions = BTreeMap::new();
+        let mut offers = BTreeMap::new();
         for a in &d.actions {
-            actions.insert(a.action_type.clone(), compile(&format!("action {}", a.action_type), &a.payload_schema)?);
+            let what = format!("action {}", a.action_type);
+            actions.insert(a.action_type.clone(), compile(&what, &a.payload_schema)?);
+            offers.insert(a.action_type.clone(), output(&what, &a.payload_schema)?);
         }
         let bad = |message: String| RegistryError::BadDescriptor { id: d.id.clone(), message };
         if d.min_seats == 0 || d.min_seats > d.max_seats {
@@ -120,8 +132,9 @@ impl Registry {
             data: output("data", &s.data)?,
             view: output("view", &s.view)?,
             context: output("context", &s.context)?,
-            visible_event: compile("visible event", &s.visible_event)?,
+            visible_event: output("visible event", &s.visible_event)?,
             actions,
+            offers,
             game,
         };
         self.games.insert(key, Arc::new(loaded));

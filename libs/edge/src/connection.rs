@@ -124,14 +124,14 @@ pub(crate) async fn serve_frames(
         };
         if matches!(frame, Frame::Text { .. } | Frame::Unreadable) && !limit.allow() {
             gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
-            out.send(&ErrorMessage::new(ErrorCode::RateLimited).into()).await;
+            out.send(&ErrorMessage::new(ErrorCode::RateLimited).into());
             continue;
         }
         let (bytes, named) = match &frame {
             Frame::Text { bytes, named } => (bytes, *named),
             Frame::Unreadable => {
                 gateway.metrics.errors.with_label_values(&[ErrorCode::MalformedMessage.as_str()]).inc();
-                out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into()).await;
+                out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into());
                 continue;
             }
             Frame::Close => break,
@@ -140,14 +140,14 @@ pub(crate) async fn serve_frames(
             Ok(m) => m,
             Err(e) => {
                 gateway.metrics.errors.with_label_values(&[e.code().as_str()]).inc();
-                out.send(&e.to_error_message().into()).await;
+                out.send(&e.to_error_message().into());
                 continue;
             }
         };
         if named.is_some_and(|name| name != msg.message_type()) {
             // A Socket.IO event whose name is not its message's type.
             gateway.metrics.errors.with_label_values(&[ErrorCode::MalformedMessage.as_str()]).inc();
-            out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into()).await;
+            out.send(&ErrorMessage::new(ErrorCode::MalformedMessage).into());
             continue;
         }
         gateway.metrics.messages.with_label_values(&[msg.message_type()]).inc();
@@ -172,7 +172,7 @@ pub(crate) async fn serve_frames(
                         .with_match_id(match_id)
                         .with_command_id(command_id);
                     gateway.metrics.errors.with_label_values(&[ErrorCode::CommandPending.as_str()]).inc();
-                    out.send(&e.into()).await;
+                    out.send(&e.into());
                     continue;
                 }
                 let (gateway, principal, out, pending) =
@@ -180,7 +180,7 @@ pub(crate) async fn serve_frames(
                 tokio::spawn(async move {
                     let answer = command(&gateway, &principal, envelope).await;
                     pending.remove(match_id);
-                    out.send(&answer).await;
+                    out.send(&answer);
                 });
             }
             ClientMessage::CommandStatus(req) => {
@@ -190,7 +190,7 @@ pub(crate) async fn serve_frames(
                         Ok(m) => m,
                         Err(e) => host_error(&gateway, &e, Some(req.match_id)).with_command_id(req.command_id).into(),
                     };
-                    out.send(&answer).await;
+                    out.send(&answer);
                 });
             }
             ClientMessage::Unsubscribe(req) => {
@@ -205,7 +205,7 @@ pub(crate) async fn serve_frames(
                         let e = ErrorMessage::new(ErrorCode::SubscriptionNotFound)
                             .with_match_id(req.match_id)
                             .with_subscription_id(req.subscription_id);
-                        out.send(&e.into()).await;
+                        out.send(&e.into());
                     }
                 }
             }

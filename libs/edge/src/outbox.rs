@@ -1,7 +1,8 @@
 //! A connection's outgoing queue ([`Outbox`]) and its backpressure.
 //!
 //! The protocol loop, its subscriptions and its commands queue server messages without
-//! waiting; the transport's writer drains them. The queue holds `outgoing_queue` messages; a
+//! waiting (a send never awaits, so a bus may deliver straight into an outbox); the
+//! transport's writer drains them. The queue holds `outgoing_queue` messages; a
 //! client that lets it overflow (it does not read) marks the outbox overflowed ([`Overflow`]),
 //! which ends the connection, so a slow client never makes the gateway buffer without limit
 //! nor holds up the subscriptions and commands that write to it.
@@ -49,13 +50,14 @@ impl Outbox {
         (Self { tx, overflowed: Overflow(CancellationToken::new()) }, rx)
     }
 
-    pub(crate) async fn send(&self, msg: &ServerMessage) -> bool {
-        self.send_encoded(msg.message_type(), encode(msg)).await
+    /// Queues a message (see [`Outbox::send_encoded`]).
+    pub(crate) fn send(&self, msg: &ServerMessage) -> bool {
+        self.send_encoded(msg.message_type(), encode(msg))
     }
 
     /// Queues a message; false when the connection is gone or its queue overflowed (the
     /// message is dropped, and the connection closes).
-    pub(crate) async fn send_encoded(&self, kind: &'static str, text: String) -> bool {
+    pub(crate) fn send_encoded(&self, kind: &'static str, text: String) -> bool {
         match self.tx.try_send(Outgoing { kind, text: Utf8Bytes::from(text) }) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {

@@ -1,26 +1,30 @@
 //! A subscription ([`subscribe`]): one `game.sync` of a connection, which runs the sync
 //! barrier and then delivers its seat's snapshots in revision order, with cursors and resyncs.
 //!
-//! The bus receiver is installed FIRST, then the committed snapshot is read and sent while
-//! what the bus delivers meanwhile is buffered ([`Barrier`]), then buffered publications above
-//! its revision are delivered in order; any gap, or a buffer past [`BARRIER_MAX_REVISIONS`] /
-//! [`BARRIER_MAX_BYTES`], starts a new sync instead of delivering an incomplete sequence. A
-//! cursor goes out every `cursor_interval` per subscription (the first at a random point of
-//! the first interval, so that subscriptions opened together do not read their cursors
-//! together); a cursor ahead of what the subscription delivered starts a new sync unless the
-//! missing publication arrives within [`CURSOR_GRACE`]. Each resync is counted by its reason
-//! ([`Resync`]). A subscription runs in a task owned by its connection's protocol loop
-//! (`connection.rs`), which stops it.
+//! The subscription is a [`Sink`] of the bus ([`Bus::watch`]), installed FIRST; then the
+//! committed snapshot is read and sent while what the bus delivers meanwhile is buffered
+//! ([`Barrier`]), then buffered publications above its revision are delivered in order; any
+//! gap, or a buffer past [`BARRIER_MAX_REVISIONS`] / [`BARRIER_MAX_BYTES`], starts a new sync
+//! instead of delivering an incomplete sequence. Once live, the bus hands each publication to
+//! the sink on the task that delivers it (the match's own, in one process), which queues the
+//! seat's next snapshot on the connection's outbox there and then: no task of the
+//! subscription wakes for a publication. The subscription's task wakes only to read a
+//! snapshot (the first, and each resync the sink asks for) and for cursors: one goes out every
+//! `cursor_interval` per subscription (the first at a random point of the first interval, so
+//! that subscriptions opened together do not read their cursors together); a cursor ahead of
+//! what the subscription delivered starts a new sync unless the missing publication arrives
+//! within [`CURSOR_GRACE`]. Each resync is counted by its reason ([`Resync`]). The task is
+//! owned by its connection's protocol loop (`connection.rs`), which stops it.
 
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
 use juegoland_api::SyncReply;
-use juegoland_bus::BusItem;
+use juegoland_bus::{Delivery, Sink};
 use juegoland_core::Publication;
 use juegoland_protocol::{Cursor, ErrorCode, ErrorMessage, MessageType, ServerMessage, Snapshot, SyncRequest};
-use tracing::{Instrument, debug, info_span, warn};
+use tokio::sync::Notify;
+use tracing::{debug, info_span, warn};
 use uuid::Uuid;
 
 use crate::gateway::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, Gateway, host_error};
@@ -50,10 +54,11 @@ impl Resync {
     }
 }
 
-/// What the bus delivers while a subscription reads a snapshot, up to the barrier's bound.
+/// What the bus delivered while a subscription read a snapshot, up to the barrier's bound.
 #[derive(Default)]
 struct Barrier {
-    items: Vec<BusItem>,
+    /// Publications, and `None` for a gap.
+    items: Vec<Option<Publication>>,
     /// Distinct revisions among the buffered publications.
     revisions: usize,
     last_revision: Option<u64>,
@@ -63,11 +68,11 @@ struct Barrier {
 }
 
 impl Barrier {
-    fn push(&mut self, item: BusItem) {
+    fn push(&mut self, item: Option<&Publication>) {
         if self.overflowed {
             return;
         }
-        if let BusItem::Publication(p) = &item {
+        if let Some(p) = item {
             if self.last_revision != Some(p.revision) {
                 self.revisions += 1;
                 self.last_revision = Some(p.revision);
@@ -79,19 +84,164 @@ impl Barrier {
                 return;
             }
         }
-        self.items.push(item);
+        self.items.push(item.cloned());
     }
 }
 
-/// What to do after handling one bus item.
-enum Step {
-    Continue,
+/// Where a subscription stands, as its sink and its task share it.
+enum Phase {
+    /// A snapshot is being read: what the bus delivers is buffered.
+    Reading(Barrier),
+    /// Delivering the seat's publications straight from the bus, in order.
+    Live,
+    /// Live delivery found a hole: the task syncs again (what arrives until it starts reading
+    /// is committed before that read, so the new snapshot covers it).
     Resync(Resync),
-    /// The connection is gone, or the subscription cannot go on.
-    Stop,
+    /// Nothing more is delivered: the connection is gone, or the bus ended (`true`).
+    Stopped { bus_ended: bool },
 }
 
-/// One subscription: the sync barrier, then live delivery, cursors and resyncs.
+struct State {
+    phase: Phase,
+    seat: String,
+    /// The revision delivered last.
+    revision: u64,
+}
+
+/// A subscription's sink: the bus calls it; it queues the seat's next snapshot on the
+/// connection's outbox, or wakes the subscription's task for what it cannot do itself.
+struct Live {
+    match_id: Uuid,
+    subscription_id: String,
+    out: Outbox,
+    state: Mutex<State>,
+    /// Wakes the task: a resync to run, or the subscription stopped.
+    wake: Notify,
+}
+
+impl Sink for Live {
+    fn deliver(&self, delivery: Delivery<'_>) {
+        let mut state = self.state();
+        match (&mut state.phase, delivery) {
+            (Phase::Reading(_), Delivery::Ended) => self.stop(&mut state, true),
+            (Phase::Reading(barrier), Delivery::Publication(p)) => barrier.push(Some(p)),
+            (Phase::Reading(barrier), Delivery::Gap) => barrier.push(None),
+            (Phase::Live, delivery) => self.live(&mut state, delivery),
+            (Phase::Resync(_), Delivery::Ended) => self.stop(&mut state, true),
+            (Phase::Resync(_) | Phase::Stopped { .. }, _) => {}
+        }
+    }
+}
+
+impl Live {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stop(&self, state: &mut State, bus_ended: bool) {
+        state.phase = Phase::Stopped { bus_ended };
+        self.wake.notify_one();
+    }
+
+    fn resync(&self, state: &mut State, reason: Resync) {
+        state.phase = Phase::Resync(reason);
+        self.wake.notify_one();
+    }
+
+    /// One delivery while live: drops what the last snapshot covers and other seats'
+    /// publications, sends the next revision, asks for a resync on a jump or a gap.
+    fn live(&self, state: &mut State, delivery: Delivery<'_>) {
+        match delivery {
+            Delivery::Publication(p) if p.recipient.as_deref() == Some(state.seat.as_str()) => {
+                if p.revision <= state.revision {
+                } else if p.revision == state.revision + 1 {
+                    state.revision = p.revision;
+                    if !self.send(state, p) {
+                        self.stop(state, false);
+                    }
+                } else {
+                    self.resync(state, Resync::Gap);
+                }
+            }
+            Delivery::Publication(_) => {}
+            Delivery::Gap => self.resync(state, Resync::BusLag),
+            Delivery::Ended => self.stop(state, true),
+        }
+    }
+
+    /// Queues the seat's snapshot of `p`; false when the connection is gone.
+    fn send(&self, state: &State, p: &Publication) -> bool {
+        let text = p.for_subscription(&self.subscription_id);
+        match p.trace_context.as_deref() {
+            // The delivery continues the trace of the commit that produced the revision.
+            Some(trace_context) => {
+                let span = info_span!(
+                    parent: None,
+                    "gateway.deliver",
+                    match_id = %self.match_id,
+                    revision = p.revision,
+                    seat = %state.seat,
+                    subscription_id = %self.subscription_id,
+                );
+                juegoland_telemetry::set_parent_from_text(&span, trace_context);
+                span.in_scope(|| self.out.send_encoded(Snapshot::TYPE, text))
+            }
+            None => self.out.send_encoded(Snapshot::TYPE, text),
+        }
+    }
+
+    /// Starts reading a snapshot: what arrives from now on is buffered.
+    fn begin_reading(&self) {
+        let mut state = self.state();
+        if !matches!(state.phase, Phase::Stopped { .. }) {
+            state.phase = Phase::Reading(Barrier::default());
+        }
+    }
+
+    /// Sends a snapshot read at `revision`, then what its barrier buffered above it, in
+    /// order, and goes live — unless the barrier overflowed or held a hole, when the task is
+    /// asked to sync again. All under the lock, so no live delivery comes between.
+    fn deliver_snapshot(&self, snapshot: &ServerMessage, seat: &str, revision: u64) -> bool {
+        let mut state = self.state();
+        if !matches!(state.phase, Phase::Reading(_)) {
+            // Stopped meanwhile.
+            return false;
+        }
+        let Phase::Reading(barrier) = std::mem::replace(&mut state.phase, Phase::Live) else {
+            unreachable!("checked above")
+        };
+        state.seat = seat.to_owned();
+        state.revision = revision;
+        if !self.out.send(snapshot) {
+            self.stop(&mut state, false);
+            return false;
+        }
+        if barrier.overflowed {
+            self.resync(&mut state, Resync::BarrierOverflow);
+            return true;
+        }
+        for item in barrier.items {
+            if !matches!(state.phase, Phase::Live) {
+                break;
+            }
+            let delivery = match &item {
+                Some(p) => Delivery::Publication(p),
+                None => Delivery::Gap,
+            };
+            self.live(&mut state, delivery);
+        }
+        true
+    }
+}
+
+/// What the task finds when its sink wakes it.
+enum Woken {
+    Resync(Resync),
+    Stopped { bus_ended: bool },
+    Nothing,
+}
+
+/// One subscription: the sync barrier, then live delivery (by the sink), cursors and resyncs.
 pub(crate) async fn subscribe(
     gateway: Gateway,
     principal: String,
@@ -102,30 +252,36 @@ pub(crate) async fn subscribe(
     let match_id = req.match_id;
     let error =
         |code: ErrorCode| ErrorMessage::new(code).with_match_id(match_id).with_request_id(req.request_id.clone());
-    // Step 1: install the receiver FIRST; publications arriving from now on are buffered.
-    let publications = match gateway.bus.subscribe(match_id).await {
-        Ok(s) => s,
+    let live = Arc::new(Live {
+        match_id,
+        subscription_id,
+        out,
+        state: Mutex::new(State { phase: Phase::Reading(Barrier::default()), seat: String::new(), revision: 0 }),
+        wake: Notify::new(),
+    });
+    // Step 1: install the sink FIRST; publications arriving from now on are buffered.
+    let _watching = match gateway.bus.watch(match_id, live.clone()).await {
+        Ok(w) => w,
         Err(e) => {
             warn!(match_id = %match_id, error = %e, "bus subscribe failed");
             gateway.metrics.errors.with_label_values(&[ErrorCode::Unavailable.as_str()]).inc();
-            out.send(&error(ErrorCode::Unavailable).into()).await;
+            live.out.send(&error(ErrorCode::Unavailable).into());
             return;
         }
     };
-    let mut live =
-        Live { gateway, principal, match_id, subscription_id, out, publications, seat: String::new(), revision: 0 };
+    let mut task = Task { gateway, principal, live };
     // Step 2: read a committed revision R, buffering what the bus delivers meanwhile.
-    let (reply, barrier) = match live.read_buffered().await {
-        Some((Ok(r), barrier)) => (r, barrier),
-        Some((Err(e), _)) => {
-            live.out.send(&ErrorMessage { request_id: Some(req.request_id.clone()), ..e }.into()).await;
+    let reply = match task.read().await {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            task.live.out.send(&ErrorMessage { request_id: Some(req.request_id.clone()), ..e }.into());
             return;
         }
         None => {
-            // The bus ended the stream (it is shutting down): the client hears why and may
-            // sync again, rather than wait for an answer that never comes.
-            live.gateway.metrics.errors.with_label_values(&[ErrorCode::Unavailable.as_str()]).inc();
-            live.out.send(&error(ErrorCode::Unavailable).into()).await;
+            // The bus ended the subscription (it is shutting down): the client hears why and
+            // may sync again, rather than wait for an answer that never comes.
+            task.gateway.metrics.errors.with_label_values(&[ErrorCode::Unavailable.as_str()]).inc();
+            task.live.out.send(&error(ErrorCode::Unavailable).into());
             return;
         }
     };
@@ -136,149 +292,77 @@ pub(crate) async fn subscribe(
             && t.event_schema_version == reply.event_schema_version
     });
     if !compatible {
-        live.gateway.metrics.errors.with_label_values(&[ErrorCode::IncompatibleClient.as_str()]).inc();
-        live.out.send(&error(ErrorCode::IncompatibleClient).into()).await;
+        task.gateway.metrics.errors.with_label_values(&[ErrorCode::IncompatibleClient.as_str()]).inc();
+        task.live.out.send(&error(ErrorCode::IncompatibleClient).into());
         return;
     }
-    live.seat = reply.seat.clone();
-    live.revision = reply.revision;
-    // Step 3: the sync snapshot, with the request's id and no events.
-    if !live.out.send(&with_ids(reply.snapshot, &live.subscription_id, Some(&req.request_id))).await {
+    // Step 3: the sync snapshot, with the request's id and no events; step 4: what was
+    // buffered meanwhile, above R, in order (step 5, a new sync, on a gap or an overflow).
+    let snapshot = with_ids(reply.snapshot, &task.live.subscription_id, Some(&req.request_id));
+    if !task.live.deliver_snapshot(&snapshot, &reply.seat, reply.revision) {
         return;
     }
-    let metrics = live.gateway.metrics.clone();
+    let metrics = task.gateway.metrics.clone();
     metrics.subscriptions.inc();
     let _guard = GaugeGuard(metrics.subscriptions.clone());
-    debug!(match_id = %match_id, subscription_id = live.subscription_id, revision = live.revision, "subscribed");
-    // Step 4: what was buffered meanwhile, above R, in order (step 5 on a gap or overflow).
-    if !live.deliver_barrier(barrier).await {
-        return;
-    }
-    live.follow().await;
+    debug!(match_id = %match_id, subscription_id = task.live.subscription_id, revision = reply.revision, "subscribed");
+    task.follow().await;
 }
 
-/// A subscription past its sync answer: its seat, the revision it has delivered, and the bus
-/// stream it follows.
-struct Live {
+/// A subscription's task: its snapshot reads, cursors and resyncs.
+struct Task {
     gateway: Gateway,
     principal: String,
-    match_id: Uuid,
-    subscription_id: String,
-    out: Outbox,
-    publications: BoxStream<'static, BusItem>,
-    seat: String,
-    revision: u64,
+    live: Arc<Live>,
 }
 
-impl Live {
-    /// Reads the committed snapshot while buffering what the bus delivers meanwhile, up to
-    /// the barrier's bound; `None` when the bus stream ended.
-    async fn read_buffered(&mut self) -> Option<(Result<SyncReply, ErrorMessage>, Barrier)> {
-        let mut barrier = Barrier::default();
-        let read = read(&self.gateway, self.match_id, &self.principal);
-        let mut read = std::pin::pin!(read);
-        let reply = loop {
-            tokio::select! {
-                reply = &mut read => break reply,
-                item = self.publications.next() => match item {
-                    Some(item) => barrier.push(item),
-                    None => return None,
-                },
-            }
-        };
-        // What arrived while the read was answered counts too.
-        while let Some(Some(item)) = self.publications.next().now_or_never() {
-            barrier.push(item);
+impl Task {
+    /// What the sink left for the task.
+    fn woken(&self) -> Woken {
+        match self.live.state().phase {
+            Phase::Resync(reason) => Woken::Resync(reason),
+            Phase::Stopped { bus_ended } => Woken::Stopped { bus_ended },
+            Phase::Reading(_) | Phase::Live => Woken::Nothing,
         }
-        Some((reply, barrier))
     }
 
-    /// Delivers what a barrier buffered, resyncing on a gap or an overflow; false when the
-    /// subscription ends.
-    async fn deliver_barrier(&mut self, barrier: Barrier) -> bool {
-        let mut barrier = barrier;
+    /// Reads the committed snapshot while the sink buffers what the bus delivers; `None`
+    /// when the bus ended the subscription meanwhile.
+    async fn read(&self) -> Option<Result<SyncReply, ErrorMessage>> {
+        let read = read(&self.gateway, self.live.match_id, &self.principal);
+        let mut read = std::pin::pin!(read);
         loop {
-            let mut resync = barrier.overflowed.then_some(Resync::BarrierOverflow);
-            if resync.is_none() {
-                for item in std::mem::take(&mut barrier.items) {
-                    match self.on_item(item).await {
-                        Step::Continue => {}
-                        Step::Resync(reason) => {
-                            resync = Some(reason);
-                            break;
-                        }
-                        Step::Stop => return false,
+            tokio::select! {
+                reply = &mut read => return Some(reply),
+                () = self.live.wake.notified() => {
+                    if let Woken::Stopped { bus_ended: true } = self.woken() {
+                        return None;
                     }
                 }
             }
-            // Step 5: a gap or an overflow starts a new sync instead of an incomplete
-            // sequence; what arrives during its read is a barrier of its own.
-            let Some(reason) = resync else { return true };
-            match self.resync(reason).await {
-                Some(next) => barrier = next,
-                None => return false,
-            }
         }
     }
 
-    /// Handles one live item: drops what the last snapshot covers, delivers the next
-    /// revision, and asks for a resync on a jump or a gap.
-    async fn on_item(&mut self, item: BusItem) -> Step {
-        match item {
-            BusItem::Publication(p) if p.recipient.as_deref() == Some(self.seat.as_str()) => {
-                self.on_publication(&p).await
-            }
-            BusItem::Publication(_) => Step::Continue,
-            BusItem::Gap => Step::Resync(Resync::BusLag),
-        }
-    }
-
-    async fn on_publication(&mut self, p: &Publication) -> Step {
-        if p.revision <= self.revision {
-            Step::Continue
-        } else if p.revision == self.revision + 1 {
-            self.revision = p.revision;
-            let send = self.out.send_encoded(Snapshot::TYPE, p.for_subscription(&self.subscription_id));
-            let sent = match p.trace_context.as_deref() {
-                // The delivery continues the trace of the commit that produced the revision.
-                Some(trace_context) => {
-                    let span = info_span!(
-                        parent: None,
-                        "gateway.deliver",
-                        match_id = %self.match_id,
-                        revision = p.revision,
-                        seat = %self.seat,
-                        subscription_id = %self.subscription_id,
-                    );
-                    juegoland_telemetry::set_parent_from_text(&span, trace_context);
-                    send.instrument(span).await
-                }
-                None => send.await,
-            };
-            if sent { Step::Continue } else { Step::Stop }
-        } else {
-            Step::Resync(Resync::Gap)
-        }
-    }
-
-    /// Reads and sends a fresh snapshot; the barrier of what arrived meanwhile, or `None`
-    /// when the subscription ends.
-    async fn resync(&mut self, reason: Resync) -> Option<Barrier> {
+    /// Reads and sends a fresh snapshot, then what arrived meanwhile; false when the
+    /// subscription ends.
+    async fn resync(&self, reason: Resync) -> bool {
         self.gateway.metrics.resyncs.with_label_values(&[reason.as_str()]).inc();
-        debug!(match_id = %self.match_id, subscription_id = self.subscription_id, reason = reason.as_str(), "resync");
-        match self.read_buffered().await? {
-            (Ok(r), barrier) => {
-                self.revision = r.revision;
-                self.out.send(&with_ids(r.snapshot, &self.subscription_id, None)).await.then_some(barrier)
+        debug!(match_id = %self.live.match_id, subscription_id = self.live.subscription_id, reason = reason.as_str(), "resync");
+        self.live.begin_reading();
+        match self.read().await {
+            Some(Ok(r)) => {
+                let snapshot = with_ids(r.snapshot, &self.live.subscription_id, None);
+                self.live.deliver_snapshot(&snapshot, &r.seat, r.revision)
             }
-            (Err(e), _) => {
-                self.out.send(&e.with_subscription_id(self.subscription_id.clone()).into()).await;
-                None
+            Some(Err(e)) => {
+                self.live.out.send(&e.with_subscription_id(self.live.subscription_id.clone()).into());
+                false
             }
+            None => false,
         }
     }
 
-    /// Live delivery, cursors and resyncs until the subscription ends.
+    /// Cursors and resyncs until the subscription ends; the sink delivers meanwhile.
     async fn follow(&mut self) {
         let interval = self.gateway.config.cursor_interval;
         // The first cursor comes at a random point of the first interval, so subscriptions
@@ -297,47 +381,39 @@ impl Live {
                     None => std::future::pending().await,
                 }
             };
-            let step = tokio::select! {
-                item = self.publications.next() => match item {
-                    Some(item) => self.on_item(item).await,
-                    None => Step::Stop,
+            let resync = tokio::select! {
+                () = self.live.wake.notified() => match self.woken() {
+                    Woken::Resync(reason) => Some(reason),
+                    Woken::Stopped { .. } => return,
+                    Woken::Nothing => None,
                 },
-                _ = cursor.tick() => match self.gateway.matches.revision(self.match_id).await {
+                _ = cursor.tick() => match self.gateway.matches.revision(self.live.match_id).await {
                     Ok(committed) => {
                         let c = Cursor {
-                            match_id: self.match_id,
-                            subscription_id: self.subscription_id.clone(),
+                            match_id: self.live.match_id,
+                            subscription_id: self.live.subscription_id.clone(),
                             revision: committed,
                         };
-                        if !self.out.send(&c.into()).await {
+                        if !self.live.out.send(&c.into()) {
                             return;
                         }
-                        if committed > self.revision && behind.is_none() {
+                        if committed > self.live.state().revision && behind.is_none() {
                             behind = Some((committed, tokio::time::Instant::now() + CURSOR_GRACE.min(interval)));
                         }
-                        Step::Continue
+                        None
                     }
-                    Err(_) => Step::Continue,
+                    Err(_) => None,
                 },
                 () = grace_over => match behind.take() {
                     // Our own delivery fell behind a publication that never came.
-                    Some((committed, _)) if committed > self.revision => Step::Resync(Resync::Cursor),
-                    _ => Step::Continue,
+                    Some((committed, _)) if committed > self.live.state().revision => Some(Resync::Cursor),
+                    _ => None,
                 },
             };
-            match step {
-                Step::Continue => {}
-                Step::Stop => return,
-                Step::Resync(reason) => {
-                    behind = None;
-                    match self.resync(reason).await {
-                        Some(barrier) => {
-                            if !self.deliver_barrier(barrier).await {
-                                return;
-                            }
-                        }
-                        None => return,
-                    }
+            if let Some(reason) = resync {
+                behind = None;
+                if !self.resync(reason).await {
+                    return;
                 }
             }
         }

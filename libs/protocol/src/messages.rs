@@ -282,13 +282,45 @@ fn require_nullable_snapshot_fields(schema: &mut schemars::Schema) {
 }
 
 /// An offer: an action the recipient may submit, with the precondition to send back.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Deserialized by hand (on the presence of `payload` or `schema`): serde's `untagged` buffers
+// the input in a form a concrete offer's raw payload text cannot be read from.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum WireOffer {
     /// A fully specified action: submit this payload as is.
     Concrete(ConcreteOffer),
     /// An action whose payload the client builds, constrained by a schema.
     Parametrized(ParametrizedOffer),
+}
+
+impl<'de> Deserialize<'de> for WireOffer {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Every field either kind of offer has.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct AnyOffer {
+            r#type: String,
+            payload: Option<RawJson>,
+            schema: Option<String>,
+            constraints: Option<Value>,
+            precondition: Precondition,
+        }
+        let o = AnyOffer::deserialize(deserializer)?;
+        match (o.payload, o.schema, o.constraints) {
+            (Some(payload), None, None) => {
+                Ok(Self::Concrete(ConcreteOffer { r#type: o.r#type, payload, precondition: o.precondition }))
+            }
+            (None, Some(schema), Some(constraints)) => Ok(Self::Parametrized(ParametrizedOffer {
+                r#type: o.r#type,
+                schema,
+                constraints,
+                precondition: o.precondition,
+            })),
+            _ => Err(serde::de::Error::custom(
+                "an offer has either a payload, or a schema and constraints, and nothing else",
+            )),
+        }
+    }
 }
 
 impl WireOffer {
@@ -314,8 +346,9 @@ impl WireOffer {
 #[serde(deny_unknown_fields)]
 pub struct ConcreteOffer {
     pub r#type: String,
+    // The payload as the text the rules' typed offer was serialized into.
     #[schemars(with = "serde_json::Map<String, Value>")]
-    pub payload: Value,
+    pub payload: RawJson,
     pub precondition: Precondition,
 }
 
@@ -339,7 +372,9 @@ pub struct WireEvent {
     #[serde(deserialize_with = "wire_uuid")]
     pub event_id: Uuid,
     pub r#type: String,
-    pub data: Value,
+    // The data as the text the rules' typed event was serialized into.
+    #[schemars(with = "Value")]
+    pub data: RawJson,
 }
 
 /// Whether a command was applied or rejected.

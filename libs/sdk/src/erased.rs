@@ -49,8 +49,8 @@ pub struct ErasedTransition {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ErasedOffer {
     pub action_type: String,
-    /// The complete payload of a concrete offer.
-    pub payload: Option<Value>,
+    /// The complete payload of a concrete offer, as the text it was serialized into.
+    pub payload: Option<RawJson>,
     /// The visible constraints of a parametrized offer.
     pub constraints: Option<Value>,
 }
@@ -67,7 +67,8 @@ pub struct ErasedProjection {
 #[derive(Clone, Debug, PartialEq)]
 pub struct VisibleEvent {
     pub event_type: String,
-    pub data: Value,
+    /// The event's data, as the text it was serialized into.
+    pub data: RawJson,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -290,7 +291,7 @@ impl<G: Game> ErasedGame for Module<G> {
             .into_iter()
             .map(|offer| match offer {
                 Offer::Concrete(action) => {
-                    let (action_type, payload) = split_tagged(to_json("offer", &action)?, "payload")?;
+                    let (action_type, payload) = split_tagged_raw("offer", &action, "payload")?;
                     Ok(ErasedOffer { action_type, payload: Some(payload), constraints: None })
                 }
                 Offer::Parametrized { action_type, constraints } => {
@@ -322,7 +323,7 @@ impl<G: Game> ErasedGame for Module<G> {
             .iter()
             .flat_map(|e| self.game.project_event(before, after, e, recipient))
             .map(|v| {
-                let (event_type, data) = split_tagged(to_json("visible event", &v)?, "data")?;
+                let (event_type, data) = split_tagged_raw("visible event", &v, "data")?;
                 Ok(VisibleEvent { event_type, data })
             })
             .collect()
@@ -362,6 +363,29 @@ impl<G: Game> ErasedGame for Module<G> {
         let action = self.game.bot_action(self.pos(p), seat, profile, entropy)?;
         split_tagged(serde_json::to_value(&action).ok()?, "payload").ok()
     }
+}
+
+/// Serializes an adjacently tagged value `{"type": t, <content>: c}` and splits the text into
+/// `(t, c)` without a `Value` tree; a missing content becomes `{}`.
+fn split_tagged_raw<T: Serialize>(
+    what: &'static str,
+    v: &T,
+    content: &'static str,
+) -> Result<(String, RawJson), DecodeError> {
+    /// The two keys of an adjacently tagged value, borrowed from its text.
+    #[derive(serde::Deserialize)]
+    struct Tagged<'a> {
+        r#type: String,
+        #[serde(borrow, alias = "payload")]
+        data: Option<&'a serde_json::value::RawValue>,
+    }
+    let text = serde_json::to_string(v).map_err(|source| DecodeError::Json { what, source })?;
+    let tagged: Tagged<'_> = serde_json::from_str(&text).map_err(|_| DecodeError::NotTagged(content))?;
+    let data = match tagged.data {
+        Some(raw) => RawJson::from(raw.to_owned()),
+        None => RawJson::from(serde_json::value::RawValue::from_string("{}".to_owned()).expect("valid JSON")),
+    };
+    Ok((tagged.r#type, data))
 }
 
 /// Splits an adjacently tagged value `{"type": t, <content>: c}` into `(t, c)`; a missing

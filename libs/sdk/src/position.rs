@@ -177,6 +177,12 @@ impl RawJson {
     }
 }
 
+impl From<Box<serde_json::value::RawValue>> for RawJson {
+    fn from(raw: Box<serde_json::value::RawValue>) -> Self {
+        Self(raw)
+    }
+}
+
 impl From<&serde_json::Value> for RawJson {
     fn from(value: &serde_json::Value) -> Self {
         Self::encode(value).expect("a Value always serializes")

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_bus::{Bus, BusItem};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use juegoland_bus::{Bus, BusItem, Delivery, Sink, Watching};
 use juegoland_core::Publication;
 
 use crate::support::{assert_quiet, next, publications, random_match, revision, revisions};
@@ -43,6 +45,9 @@ macro_rules! bus_suite {
             a_subscriber_that_falls_behind_sees_a_gap_then_catches_up,
             publishing_nothing_or_to_nobody_succeeds,
             trace_contexts_travel_with_their_publications,
+            a_watcher_gets_everything_from_its_start_in_order,
+            a_dropped_watch_gets_nothing_more,
+            watchers_and_subscribers_of_a_match_get_the_same,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -177,4 +182,70 @@ pub async fn trace_contexts_travel_with_their_publications<B: Backend>(b: &B) {
     let got = publications(&mut sub, expected.len()).await;
     assert_eq!(got, expected);
     assert_eq!(got.iter().filter(|p| p.trace_context.is_some()).count(), 2 * EVERYONE.len());
+}
+
+/// A sink that queues what the bus hands it, read back like a subscription's stream.
+struct Queue(tokio::sync::mpsc::UnboundedSender<BusItem>);
+
+impl Sink for Queue {
+    fn deliver(&self, delivery: Delivery<'_>) {
+        let item = match delivery {
+            Delivery::Publication(p) => BusItem::Publication(Arc::new(p.clone())),
+            Delivery::Gap => BusItem::Gap,
+            Delivery::Ended => return,
+        };
+        let _ = self.0.send(item);
+    }
+}
+
+async fn watched(bus: &dyn Bus, match_id: uuid::Uuid) -> (Watching, BoxStream<'static, BusItem>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let watching = bus.watch(match_id, Arc::new(Queue(tx))).await.unwrap();
+    (watching, tokio_stream::wrappers::UnboundedReceiverStream::new(rx).boxed())
+}
+
+pub async fn a_watcher_gets_everything_from_its_start_in_order<B: Backend>(b: &B) {
+    let bus = b.bus();
+    let id = random_match();
+    publish_all(&*bus, &revisions(id, 1..=2, EVERYONE)).await;
+    let (_watching, mut sink) = watched(&*bus, id).await;
+    let later = revisions(id, 3..=6, EVERYONE);
+    publish_all(&*bus, &later).await;
+    // Another match's publications are not this watcher's.
+    publish_all(&*bus, &revisions(random_match(), 1..=2, EVERYONE)).await;
+    assert_eq!(publications(&mut sink, 12).await, later.concat());
+    assert_quiet(&mut sink, Duration::from_millis(200)).await;
+}
+
+pub async fn a_dropped_watch_gets_nothing_more<B: Backend>(b: &B) {
+    let bus = b.bus();
+    let id = random_match();
+    let (watching, mut sink) = watched(&*bus, id).await;
+    let (_other, mut still) = watched(&*bus, id).await;
+    let first = revision(id, 1, EVERYONE);
+    publish_all(&*bus, std::slice::from_ref(&first)).await;
+    assert_eq!(publications(&mut sink, 3).await, first);
+    drop(watching);
+    let rest = revisions(id, 2..=3, EVERYONE);
+    publish_all(&*bus, &rest).await;
+    // The other watcher of the match goes on.
+    assert_eq!(publications(&mut still, 9).await, [first, rest.concat()].concat());
+    // The dropped one got nothing more: its sink is gone (the stream ends) or silent.
+    match tokio::time::timeout(Duration::from_millis(200), sink.next()).await {
+        Ok(None) | Err(_) => {}
+        Ok(Some(item)) => panic!("a dropped watch still got {item:?}"),
+    }
+}
+
+pub async fn watchers_and_subscribers_of_a_match_get_the_same<B: Backend>(b: &B) {
+    let bus = b.bus();
+    let id = random_match();
+    let mut sub = bus.subscribe(id).await.unwrap();
+    let (_watching, mut sink) = watched(&*bus, id).await;
+    let published = revisions(id, 1..=4, EVERYONE).concat();
+    for p in published.chunks(3) {
+        bus.publish(p).await.unwrap();
+    }
+    assert_eq!(publications(&mut sub, published.len()).await, published);
+    assert_eq!(publications(&mut sink, published.len()).await, published);
 }

@@ -272,10 +272,10 @@ fn hidden_values_stay_with_their_author_in_publications() {
         assert_eq!(s.from_revision, Some(0));
         let ev = &s.events[0];
         if p.recipient.as_deref() == Some("p0") {
-            assert_eq!(ev.data["value"], 7);
+            assert_eq!(ev.data.to_value()["value"], 7);
             assert_eq!(s.view.to_value()["ownMarks"], json!([7]));
         } else {
-            assert!(ev.data["value"].is_null(), "ben must not see ann's mark");
+            assert!(ev.data.to_value()["value"].is_null(), "ben must not see ann's mark");
             assert_eq!(s.view.to_value()["ownMarks"], json!([]));
         }
     }

@@ -501,7 +501,7 @@ fn the_erased_form_carries_the_clock_in_schemas_and_views() {
             let visible = game.project_events(&position, &t.next, &decoded, Recipient::Spectator).unwrap();
             assert_eq!(visible[0].event_type, "clock.expired");
             for v in &visible {
-                let tagged = json!({"type": v.event_type, "data": v.data});
+                let tagged = json!({"type": v.event_type, "data": v.data.to_value()});
                 assert!(jsonschema::is_valid(&schemas.visible_event, &tagged), "{tagged}");
             }
             t
