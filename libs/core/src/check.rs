@@ -597,7 +597,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             }
             Err(Err(e)) => return Err(e),
         };
-        let Some(by_tag) = &n.by_tag else { return self.properties(n, map, Vec::new()) };
+        let Some(by_tag) = &n.by_tag else { return self.properties(n, map, None) };
         // A tagged enum: the first key should be the tag, whose value picks the branch.
         let Some(first) = map.next_key::<Key<'de>>()? else { return fail("an empty object has no tag") };
         if first.as_str() != by_tag.key {
@@ -617,26 +617,35 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let Some(Node::Native(branch)) = self.schema.resolve(node, OBJECT) else {
             unreachable!("tagged branches are compiled as plain objects")
         };
-        self.properties(branch, map, vec![first.as_str().to_owned()])
+        self.properties(branch, map, Some(first.as_str()))
     }
 }
 
 impl Seed<'_> {
-    /// The rest of an object checked against an object node; `read` are the keys already read
-    /// and checked.
-    fn properties<'de, A: MapAccess<'de>>(&self, n: &Native, mut map: A, read: Vec<String>) -> Result<(), A::Error> {
-        let mut seen: Vec<bool> = n.required.iter().map(|r| read.contains(r)).collect();
+    /// The rest of an object checked against an object node; `read` is the key already read
+    /// and checked (a tagged enum's tag), if any.
+    fn properties<'de, A: MapAccess<'de>>(&self, n: &Native, mut map: A, read: Option<&str>) -> Result<(), A::Error> {
+        // Which required properties were seen: a bit each (no allocation) for the usual few.
+        let mut bits = 0u64;
+        let mut many: Vec<bool> = if n.required.len() > 64 { vec![false; n.required.len()] } else { Vec::new() };
+        let mut see = |key: &str| {
+            if let Some(i) = n.required.iter().position(|r| r == key) {
+                if i < 64 { bits |= 1 << i } else { many[i] = true }
+            }
+        };
+        if let Some(key) = read {
+            see(key);
+        }
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let key = key.as_str();
-            if let Some(i) = n.required.iter().position(|r| r == key) {
-                seen[i] = true;
-            }
+            see(key);
             match n.properties.get(key).copied().or(n.additional) {
                 Some(node) => map.next_value_seed(Seed { schema: self.schema, node })?,
                 None => map.next_value::<de::IgnoredAny>().map(drop)?,
             }
         }
-        if let Some(missing) = seen.iter().position(|s| !s) {
+        let missing = (0..n.required.len()).find(|&i| if i < 64 { bits & (1 << i) == 0 } else { !many[i] });
+        if let Some(missing) = missing {
             return fail(format!("property {:?} is missing", n.required[missing]));
         }
         Ok(())

@@ -379,6 +379,13 @@ fn split_tagged_raw<T: Serialize>(
         #[serde(borrow, alias = "payload")]
         data: Option<&'a serde_json::value::RawValue>,
     }
+    // serde's own shape of an adjacently tagged value, split while it is written; anything
+    // else is read back from its text (and fails there with its reason).
+    if let Ok((tag, data)) = crate::tagged::split(v, content) {
+        let data =
+            data.unwrap_or_else(|| serde_json::value::RawValue::from_string("{}".to_owned()).expect("valid JSON"));
+        return Ok((tag, RawJson::from(data)));
+    }
     let text = serde_json::to_string(v).map_err(|source| DecodeError::Json { what, source })?;
     let tagged: Tagged<'_> = serde_json::from_str(&text).map_err(|_| DecodeError::NotTagged(content))?;
     let data = match tagged.data {

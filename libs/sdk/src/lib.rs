@@ -16,6 +16,7 @@ pub mod erased;
 pub mod game;
 pub mod position;
 pub mod random;
+mod tagged;
 
 pub use clock::{
     CLOCK_DEADLINE, ClockError, ClockMode, ClockPayload, ClockState, PhaseClock, RunningTurn, TimeoutPolicy, TurnClock,
