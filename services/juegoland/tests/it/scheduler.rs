@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::client::{Server, data_dir};
 use crate::harness::{
     Cluster, Proc, RouterClient, Seen, applied_revision, audit, create_with, drop_at, metric_sum, owned_by,
-    router_call, scheduler_args, submit,
+    router_call, scheduler_args, signal, submit,
 };
 
 #[path = "../../../../libs/roles/tests/it/audit.rs"]
@@ -222,8 +222,14 @@ async fn restart_with_pending_deadlines_fires_each_valid_generation_once() {
     let now = juegoland_actors::shell::now_ms();
     tokio::time::sleep(Duration::from_millis(u64::try_from(first_due - now - 300).unwrap_or(0))).await;
     cluster.nodes[victim].kill9();
-    // The scheduler claims the victim's clocks when they fall due; its firings wait on the
-    // routers' retries (the dead node is still in the ring). Kill it holding those claims.
+    // The scheduler claims the victim's clocks when they fall due (the other nodes fire their
+    // own from local timers); its firings go through the router, frozen here so that none can
+    // land before the scheduler dies: on a loaded machine the ring can drop the dead node
+    // before the claim, and a firing then goes through at once (it flaked CI so). Kill the
+    // scheduler holding those claims.
+    for router in &cluster.routers {
+        signal(router.pid(), "-STOP");
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     while live_claims(&cluster, "sched", &victim_matches).await == 0 {
         assert!(Instant::now() < deadline, "the scheduler never claimed the victim's clocks");
@@ -231,6 +237,9 @@ async fn restart_with_pending_deadlines_fires_each_valid_generation_once() {
     }
     scheduler.kill9();
     let held = live_claims(&cluster, "sched", &victim_matches).await;
+    for router in &cluster.routers {
+        signal(router.pid(), "-CONT");
+    }
     assert!(held > 0, "the dead scheduler left claims on pending deadlines");
 
     cluster.nodes[victim].restart();
