@@ -60,7 +60,7 @@ async fn cluster(name: &str, nodes: usize, routers: usize, pool: u32) -> Cluster
     };
     let nodes = (0..nodes).map(|i| Proc::spawn(with_pool(i))).collect();
     let routers = (0..routers).map(|_| Proc::spawn(router_args(&url))).collect();
-    Cluster { schema, nodes, routers }
+    Cluster { schema, nodes, routers, restarts: 0 }
 }
 
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
@@ -408,7 +408,7 @@ async fn fanout(n: usize, rate: u64) {
     };
     let nodes = (0..2).map(node).collect();
     let routers = vec![Proc::spawn(router_args(&url))];
-    let c = Cluster { schema, nodes, routers };
+    let c = Cluster { schema, nodes, routers, restarts: 0 };
     c.wait_for_ring().await;
     let secret = "bench-fanout-secret";
     // The gateway as deployed: default bus settings and cursor interval (15 s) unless

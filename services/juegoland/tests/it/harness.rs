@@ -151,6 +151,8 @@ pub struct Cluster {
     pub schema: TestSchema,
     pub nodes: Vec<Proc>,
     pub routers: Vec<Proc>,
+    /// Nodes [`Cluster::supervise`] started again after an error exit.
+    pub restarts: usize,
 }
 
 impl Cluster {
@@ -168,7 +170,7 @@ impl Cluster {
         let mut started = vec![spawn(node_args(&url, 0))];
         started.extend((1..nodes).map(|i| spawn(node_args(&url, i))));
         let routers = (0..routers).map(|_| spawn(router_args(&url))).collect();
-        let cluster = Cluster { schema, nodes: started, routers };
+        let cluster = Cluster { schema, nodes: started, routers, restarts: 0 };
         cluster.wait_for_ring().await;
         cluster
     }
@@ -217,7 +219,7 @@ impl Cluster {
             .map(str::to_owned)
             .to_vec(),
         );
-        let cluster = Cluster { schema, nodes, routers };
+        let cluster = Cluster { schema, nodes, routers, restarts: 0 };
         cluster.wait_for_ring().await;
         (cluster, gateway)
     }
@@ -234,6 +236,35 @@ impl Cluster {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
+    }
+
+    /// Runs `work` while acting as the nodes' supervisor, as Kubernetes does for the chart's
+    /// pods: a node that exits with an error (it lost its lease and fenced itself, the
+    /// designed answer to a stall longer than its ttl, as a loaded VM can pause every
+    /// process at once) is started again as a new incarnation. A node the test stopped
+    /// (SIGTERM, a clean exit) or killed (by a signal) stays down. Returns `work`'s output.
+    pub async fn supervise<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                out = &mut work => return out,
+                _ = tick.tick() => {}
+            }
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                let Some(status) = node.child.try_wait().expect("wait") else { continue };
+                if status.code().is_some_and(|code| code != 0) {
+                    eprintln!("supervisor: node-{i} exited with {status} (a lost lease); starting it again");
+                    node.restart();
+                    self.restarts += 1;
+                }
+            }
+        }
+    }
+
+    /// [`Cluster::supervise`] for `period`.
+    pub async fn supervise_for(&mut self, period: Duration) {
+        self.supervise(tokio::time::sleep(period)).await
     }
 
     /// Kills every process and drops the schema; call it last, once the test has passed.
@@ -376,7 +407,10 @@ pub async fn play(mut client: RouterClient, until: Instant, seen: Arc<Mutex<Seen
                 action: Action { r#type: "drop".into(), payload: json!({ "column": (revision * 3 + k) % 7 }) },
             };
             let req = command(principal, &envelope);
+            let asked = Instant::now();
             let answer = loop {
+                // Retrying forever would hang the suite when the cluster is gone for good.
+                assert!(asked.elapsed() < Duration::from_secs(60), "no answer to {req:?} for 60 s");
                 match router_call(&mut client, &req).await.map(message) {
                     // UNAVAILABLE answered as a game.error (an owner fenced mid-command, a
                     // retry budget spent mid-restart) says what a client does: send it again.

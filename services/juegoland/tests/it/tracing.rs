@@ -203,7 +203,7 @@ async fn traced_cluster(test: &str, secret: &str, env: &[(&str, &str)]) -> (Clus
     let mut gateway_args: Vec<String> = gateway_args.map(str::to_owned).to_vec();
     gateway_args.extend(["--jwt-secret".to_owned(), secret.to_owned()]);
     let gateway = Proc::spawn_with_env(gateway_args, env);
-    let cluster = Cluster { schema, nodes, routers };
+    let cluster = Cluster { schema, nodes, routers, restarts: 0 };
     cluster.wait_for_ring().await;
     (cluster, gateway)
 }
