@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use juegoland_api::{MatchError, SyncReply};
-use juegoland_core::{Decision, Engine, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, ReceiptKey};
+use juegoland_core::{
+    Decision, Engine, LifecycleError, LifecycleRequest, LiveMatch, MatchState, Pending, Receipt, ReceiptKey,
+};
 use juegoland_protocol::{CommandEnvelope, ErrorCode, ErrorMessage, ServerMessage};
 use juegoland_sdk::{Recipient, Seat};
 use juegoland_store::StoreError;
@@ -18,6 +20,7 @@ use tracing::{Instrument, Span, debug, error, info_span, warn};
 use uuid::Uuid;
 
 use crate::host::Shared;
+use crate::receipts::Receipts;
 use crate::shell::{OsEntropy, now_ms, redacted};
 
 pub enum MatchMsg {
@@ -122,6 +125,9 @@ pub(crate) struct MatchActorState {
     /// A rules fault met while handling the current message: after answering, the actor
     /// fails, and the supervisor's next activation starts from the last commit.
     pub(crate) fault: Option<String>,
+    /// The match's receipts; `None` until loaded (after cooling or a commit whose outcome
+    /// is unknown). See `receipts.rs`.
+    pub(crate) receipts: Option<Receipts>,
 }
 
 impl MatchActorState {
@@ -141,11 +147,13 @@ impl MatchActorState {
         Ok(true)
     }
 
-    /// Keeps a quiet match as the JSON text of its committed state.
+    /// Keeps a quiet match as the JSON text of its committed state (its receipts are read
+    /// again when it is next used).
     fn cool(&mut self) -> Result<(), serde_json::Error> {
         if let Some(live) = &self.hot {
             self.cold = Some(serde_json::to_string(live.state())?.into_boxed_str());
             self.hot = None;
+            self.receipts = None;
         }
         Ok(())
     }
@@ -154,9 +162,14 @@ impl MatchActorState {
 impl Actor for MatchActor {
     type Msg = MatchMsg;
     type State = MatchActorState;
-    type Arguments = LiveMatch;
+    /// The match, and its receipts when already known (a match just created has none).
+    type Arguments = (LiveMatch, Option<Receipts>);
 
-    async fn pre_start(&self, _: ActorRef<MatchMsg>, live: LiveMatch) -> Result<Self::State, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _: ActorRef<MatchMsg>,
+        (live, receipts): (LiveMatch, Option<Receipts>),
+    ) -> Result<Self::State, ActorProcessingErr> {
         Ok(MatchActorState {
             hot: Some(live),
             cold: None,
@@ -166,6 +179,7 @@ impl Actor for MatchActor {
             bot_pending: None,
             bot_idle: None,
             fault: None,
+            receipts,
         })
     }
 
@@ -295,7 +309,7 @@ impl MatchActor {
         let match_id = state.live().state().match_id;
         let command_id = Some(envelope.command_id);
         let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id: envelope.command_id };
-        let existing = match self.shared.store.receipt(&key).await {
+        let existing = match self.receipt(state, &key).await {
             Ok(r) => r,
             Err(e) => {
                 Span::current().record("outcome", "unavailable");
@@ -407,9 +421,16 @@ impl MatchActor {
                 myself.stop(Some("fenced".into()));
                 return Err(MatchError::Unavailable("the match moved; retry the same command".into()));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // The write may have landed: read the receipts again before judging next.
+                state.receipts = None;
+                return Err(e.into());
+            }
         }
         let commit = state.live_mut().advance(pending);
+        if let (Some(receipt), Some(receipts)) = (&commit.receipt, &mut state.receipts) {
+            receipts.insert(receipt.clone());
+        }
         if let Some(revision) = commit.state.as_ref().map(|s| s.revision)
             && !commit.publications.is_empty()
         {
@@ -474,9 +495,18 @@ impl MatchActor {
         })
     }
 
+    /// The receipt of `key`, from the actor's receipts (loading them first if needed).
+    async fn receipt(&self, state: &mut MatchActorState, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        if state.receipts.is_none() {
+            state.receipts = Some(Receipts::new(self.shared.store.receipts(key.match_id).await?));
+            self.shared.metrics.actor_events.with_label_values(&["receipts_loaded"]).inc();
+        }
+        Ok(state.receipts.as_ref().and_then(|r| r.get(key)).cloned())
+    }
+
     pub(crate) async fn command_status(
         &self,
-        state: &MatchActorState,
+        state: &mut MatchActorState,
         principal: &str,
         command_id: Uuid,
     ) -> ServerMessage {
@@ -485,7 +515,7 @@ impl MatchActor {
             return self.error(ErrorCode::Forbidden, match_id, Some(command_id));
         }
         let key = ReceiptKey { match_id, principal: principal.to_owned(), command_id };
-        match self.shared.store.receipt(&key).await {
+        match self.receipt(state, &key).await {
             Ok(Some(r)) => r.ack(true),
             Ok(None) => ServerMessage::CommandUnknown(juegoland_protocol::CommandUnknown { match_id, command_id }),
             Err(_) => self.error(ErrorCode::Unavailable, match_id, Some(command_id)),

@@ -26,6 +26,7 @@ use uuid::Uuid;
 use crate::actor::{MatchActor, MatchMsg};
 use crate::metrics::Metrics;
 use crate::outbox::spawn_marker;
+use crate::receipts::Receipts;
 use crate::shell::{OsEntropy, now_ms, redacted};
 
 /// Host settings, with the defaults a node runs with.
@@ -233,20 +234,28 @@ impl Host {
         let shared = self.shared.clone();
         let result = slot
             .get_or_try_init(|| async move {
-                let live = match initial {
-                    Some(live) => live,
+                let (live, receipts) = match initial {
+                    // Just created: no command has a receipt yet.
+                    Some(live) => (live, Receipts::default()),
                     None => {
                         // Claim first, then load: any commit of a previous owner either
                         // landed before the claim (and is loaded) or fails its fence after.
                         shared.store.claim(match_id).await?.ok_or(MatchError::NotFound)?;
                         let state = shared.store.load(match_id).await?.ok_or(MatchError::NotFound)?;
-                        shared.engine.load(state).map_err(|f| MatchError::Internal(redacted(&f.0)))?
+                        let receipts = Receipts::new(shared.store.receipts(match_id).await?);
+                        shared.metrics.actor_events.with_label_values(&["receipts_loaded"]).inc();
+                        (shared.engine.load(state).map_err(|f| MatchError::Internal(redacted(&f.0)))?, receipts)
                     }
                 };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
-                let (actor, _) = Actor::spawn_linked(None, MatchActor { shared: shared.clone() }, live, supervisor)
-                    .await
-                    .map_err(|e| MatchError::Internal(format!("spawn match actor: {e}")))?;
+                let (actor, _) = Actor::spawn_linked(
+                    None,
+                    MatchActor { shared: shared.clone() },
+                    (live, Some(receipts)),
+                    supervisor,
+                )
+                .await
+                .map_err(|e| MatchError::Internal(format!("spawn match actor: {e}")))?;
                 shared.actor_ids.lock().insert(actor.get_id(), match_id);
                 shared.metrics.active_actors.inc();
                 shared.metrics.actor_events.with_label_values(&["activation"]).inc();

@@ -14,6 +14,7 @@ mod host;
 mod matches;
 pub mod metrics;
 mod outbox;
+mod receipts;
 pub mod shell;
 mod timers;
 

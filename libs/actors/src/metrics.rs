@@ -10,8 +10,10 @@ pub struct Metrics {
     /// Seconds per command by stage: decide (rules and projections), commit, total.
     pub command_seconds: HistogramVec,
     pub active_actors: IntGauge,
-    /// Actor lifecycle: activation, passivation, failure (a panic or real fault), and a quiet
-    /// match cooled to compact text or warmed back for a message.
+    /// Actor lifecycle: activation, passivation, failure (a panic or real fault), a quiet
+    /// match cooled to compact text or warmed back for a message, and its receipts read from
+    /// the store (`receipts_loaded`: at activation, and again after cooling or a commit of
+    /// unknown outcome; never per command).
     pub actor_events: IntCounterVec,
     /// Outbox dispatch results: ok, failed (a stream publish failed; the sweeper resends),
     /// swept.
@@ -67,7 +69,7 @@ impl Metrics {
         for outcome in ["applied", "duplicate", "reused", "forbidden", "fault", "unavailable"] {
             commands.with_label_values(&[outcome, ""]);
         }
-        for event in ["activation", "passivation", "failure", "cooled", "warmed"] {
+        for event in ["activation", "passivation", "failure", "cooled", "warmed", "receipts_loaded"] {
             actor_events.with_label_values(&[event]);
         }
         for result in ["ok", "failed", "swept"] {

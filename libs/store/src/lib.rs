@@ -166,6 +166,10 @@ pub trait Store: Send + Sync + 'static {
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
     async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError>;
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
+    /// Every receipt of a match (applied and rejected commands alike), in no particular
+    /// order: what a match actor loads when it activates, so that judging a command needs
+    /// no store read (`libs/actors`, "receipts live in the actor").
+    async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError>;
     /// The whole log of a match, in revision order.
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError>;
     /// Every stored match id, in id order (for replay and audits).

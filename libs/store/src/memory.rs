@@ -182,6 +182,13 @@ impl Store for MemoryStore {
         Ok(self.inner.lock().await.receipts.get(key).cloned())
     }
 
+    async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
+        let inner = self.inner.lock().await;
+        // Keys sort by match first, so one match's receipts are one range.
+        let from = ReceiptKey { match_id, principal: String::new(), command_id: Uuid::nil() };
+        Ok(inner.receipts.range(from..).take_while(|(k, _)| k.match_id == match_id).map(|(_, r)| r.clone()).collect())
+    }
+
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
         Ok(self.inner.lock().await.logs.get(&match_id).cloned().unwrap_or_default())
     }

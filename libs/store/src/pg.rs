@@ -166,6 +166,26 @@ impl Store for PgStore {
         answer.await.map_err(|_| gone())?
     }
 
+    async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
+        let found: Vec<(String, Uuid, String, String)> = sqlx::query_as(
+            "SELECT principal, command_id, fingerprint, outcome::text FROM receipts WHERE match_id = $1",
+        )
+        .bind(match_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "load receipts", e))?;
+        found
+            .into_iter()
+            .map(|(principal, command_id, fingerprint, outcome)| {
+                Ok(Receipt {
+                    key: ReceiptKey { match_id, principal, command_id },
+                    fingerprint,
+                    outcome: rows::decode("receipt outcome", match_id, &outcome)?,
+                })
+            })
+            .collect()
+    }
+
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
         let entries: Vec<(String,)> =
             sqlx::query_as("SELECT entry::text FROM match_log WHERE match_id = $1 ORDER BY revision")

@@ -199,6 +199,10 @@ impl Store for SqliteStore {
         self.readers.receipt(key)
     }
 
+    async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
+        self.readers.receipts(match_id)
+    }
+
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
         let entries: Vec<(String,)> =
             sqlx::query_as("SELECT entry FROM match_log WHERE match_id = $1 ORDER BY revision")

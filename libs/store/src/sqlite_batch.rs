@@ -464,6 +464,24 @@ impl Readers {
             })
             .transpose()
     }
+
+    pub(crate) fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
+        let found: Vec<(String, Uuid, String, String)> = self.with("load receipts", |c| {
+            c.prepare_cached("SELECT principal, command_id, fingerprint, outcome FROM receipts WHERE match_id = ?1")?
+                .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+                .collect()
+        })?;
+        found
+            .into_iter()
+            .map(|(principal, command_id, fingerprint, outcome)| {
+                Ok(Receipt {
+                    key: ReceiptKey { match_id, principal, command_id },
+                    fingerprint,
+                    outcome: rows::decode("receipt outcome", match_id, &outcome)?,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Whether SQLite's answer is transient: BUSY, LOCKED, IOERR, FULL, CANTOPEN (the same

@@ -106,6 +106,51 @@ fn actor_events(prom: &prometheus::Registry, event: &str) -> u64 {
     counter(prom, "juegoland_actor_events_total", event)
 }
 
+/// Receipts live in the actor: judging a command reads none from the store, an exact retry
+/// is still answered as a duplicate and a reused id still refused, after re-activation and
+/// after cooling (when the actor reads its receipts again, once).
+#[tokio::test]
+async fn commands_are_judged_from_the_actor_s_receipts() {
+    let cool_after = Duration::from_millis(100);
+    let (host, store, prom) =
+        host_with(HostConfig { cool_after, idle_passivation: Duration::from_secs(60), ..Default::default() }).await;
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    let mut revision = 0;
+    for column in [0u8, 1, 0, 1] {
+        let player = if revision % 2 == 0 { "alice" } else { "bob" };
+        revision = applied(&host.command(player, drop_cmd(m, revision, column)).await.unwrap());
+    }
+    assert_eq!(actor_events(&prom, "receipts_loaded"), 0, "a match just created knows it has no receipts");
+    let duplicate = |msg: ServerMessage, revision| matches!(msg, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(revision));
+    assert!(duplicate(host.command("bob", drop_cmd(m, 1, 1)).await.unwrap(), 2), "an exact retry");
+    let reused = CommandEnvelope {
+        action: Action { r#type: "drop".into(), payload: json!({"column": 6}) },
+        ..drop_cmd(m, 1, 1)
+    };
+    assert!(
+        matches!(host.command("bob", reused.clone()).await.unwrap(), ServerMessage::Error(e) if e.code == ErrorCode::CommandIdReused)
+    );
+    // Another principal may use the same command id: its own command, judged afresh.
+    assert!(matches!(host.command("alice", drop_cmd(m, 1, 1)).await.unwrap(), ServerMessage::Ack(a) if !a.duplicate));
+    assert_eq!(actor_events(&prom, "receipts_loaded"), 0, "none of that read the store");
+
+    // Quiet: the receipts go with the decoded match, and come back once for the next command.
+    tokio::time::sleep(cool_after * 4).await;
+    assert!(actor_events(&prom, "cooled") >= 1);
+    assert!(duplicate(host.command("alice", drop_cmd(m, 0, 0)).await.unwrap(), 1), "a retry after cooling");
+    assert!(duplicate(host.command("bob", drop_cmd(m, 3, 1)).await.unwrap(), 4));
+    assert_eq!(actor_events(&prom, "receipts_loaded"), 1, "read once after cooling");
+
+    // Re-activated from the store (as on another node after a failover): read once more.
+    host.passivate(m).await;
+    assert!(duplicate(host.command("alice", drop_cmd(m, 2, 0)).await.unwrap(), 3));
+    assert!(
+        matches!(host.command("bob", reused).await.unwrap(), ServerMessage::Error(e) if e.code == ErrorCode::CommandIdReused)
+    );
+    assert_eq!(actor_events(&prom, "receipts_loaded"), 2);
+    assert_eq!(store.receipts(m).await.unwrap().len(), 5, "four moves and alice's rejected reuse of bob's id");
+}
+
 #[tokio::test]
 async fn a_quiet_match_is_kept_as_text_and_plays_on_with_its_bot() {
     let cool_after = Duration::from_millis(100);

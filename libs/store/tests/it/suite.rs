@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LoggedOp, ReceiptOutcome};
+use juegoland_core::{Commit, LoggedOp, Receipt, ReceiptOutcome};
 use juegoland_protocol::RejectionCode;
 use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError};
 use uuid::Uuid;
@@ -525,6 +525,17 @@ pub async fn receipts_outlive_the_match<B: Backend>(b: &mut B) {
         let r = c.receipt.as_ref().unwrap();
         assert_eq!(store.receipt(&r.key).await.unwrap().as_ref(), Some(r), "receipts live as long as the match");
     }
+    // All of a match's receipts at once (what an actor loads), and none of another match's.
+    let (_, others) = played(&*store, match_id(31), 2).await;
+    let sorted = |mut v: Vec<Receipt>| {
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    };
+    let want = sorted(commits.iter().map(|c| c.receipt.clone().unwrap()).collect());
+    assert_eq!(sorted(store.receipts(id).await.unwrap()), want, "every receipt of the match, rejections too");
+    let want = sorted(others.iter().filter_map(|c| c.receipt.clone()).collect());
+    assert_eq!(sorted(store.receipts(match_id(31)).await.unwrap()), want);
+    assert_eq!(store.receipts(match_id(32)).await.unwrap(), vec![], "an unknown match has none");
 }
 
 pub async fn deadlines_by_generation<B: Backend>(b: &mut B) {
