@@ -10,6 +10,7 @@ mod harness;
 mod http_errors;
 mod hundido;
 mod logs;
+mod migration;
 mod operations;
 mod page;
 mod scheduler;
