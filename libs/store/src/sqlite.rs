@@ -205,7 +205,7 @@ impl Store for SqliteStore {
 
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
         let entries: Vec<(String,)> =
-            sqlx::query_as("SELECT entry FROM match_log WHERE match_id = $1 ORDER BY revision")
+            sqlx::query_as("SELECT entry FROM revisions WHERE match_id = $1 ORDER BY revision")
                 .bind(match_id)
                 .fetch_all(&self.pool)
                 .await
@@ -222,15 +222,32 @@ impl Store for SqliteStore {
     }
 
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let found: Vec<rows::OutboxColumns> = sqlx::query_as(
-            "SELECT match_id, revision, recipient, payload, trace_context FROM outbox WHERE dispatched = 0
-             ORDER BY match_id, revision, ordinal LIMIT $1",
+        // Every revision has at least one publication or none waits for it, so `limit`
+        // revisions hold at least `limit` publications.
+        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(
+            "SELECT r.match_id, r.revision, r.publications FROM outbox_watermarks AS w
+             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+             WHERE r.publications <> '[]'
+             ORDER BY r.match_id, r.revision LIMIT $1",
         )
         .bind(rows::limit(limit))
         .fetch_all(&self.pool)
         .await
-        .map_err(|e| store_error(LITE, "list undispatched outbox rows", e))?;
-        found.into_iter().map(rows::outbox_row).collect()
+        .map_err(|e| store_error(LITE, "list undispatched publications", e))?;
+        let mut out = Vec::new();
+        for (match_id, revision, text) in found {
+            let revision = rows::to_u64(revision, "revision")?;
+            out.extend(
+                rows::decode_publications(match_id, revision, &text)?
+                    .into_iter()
+                    .map(|publication| OutboxRow { publication }),
+            );
+            if out.len() >= limit {
+                break;
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -239,17 +256,18 @@ impl Store for SqliteStore {
     }
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
-        // `created_at` is ISO 8601 text in UTC, so its minimum is the oldest row.
-        let (rows, age_ms): (i64, Option<f64>) = sqlx::query_as(
-            "SELECT count(*), (julianday('now') - julianday(min(created_at))) * 86400000.0
-             FROM outbox WHERE dispatched = 0",
+        let (rows, oldest_ms): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT sum(json_array_length(r.publications)), min(r.written_ms) FROM outbox_watermarks AS w
+             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+             WHERE r.publications <> '[]'",
         )
         .fetch_one(&self.pool)
         .await
         .map_err(|e| store_error(LITE, "measure the outbox backlog", e))?;
         Ok(OutboxBacklog {
-            rows: rows::to_u64(rows, "outbox backlog")?,
-            oldest_age: age_ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+            rows: rows::to_u64(rows.unwrap_or(0), "outbox backlog")?,
+            oldest_age: oldest_ms
+                .map(|ms| Duration::from_millis(rows::now_ms().saturating_sub(ms).max(0).unsigned_abs())),
         })
     }
 

@@ -198,13 +198,23 @@ fn run_statement(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
+/// Moves each match's outbox watermark up to its mark; a finished match dispatched through
+/// its last revision drops its watermark row (nothing of it waits any more).
 fn mark(conn: &Connection, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
     let err = |e| lite_error("mark outbox rows dispatched", e);
-    let mut update = conn
-        .prepare_cached("UPDATE outbox SET dispatched = 1 WHERE match_id = ?1 AND revision <= ?2 AND dispatched = 0")
+    let mut raise = conn
+        .prepare_cached("UPDATE outbox_watermarks SET dispatched = ?2 WHERE match_id = ?1 AND dispatched < ?2")
+        .map_err(err)?;
+    let mut done = conn
+        .prepare_cached(
+            "DELETE FROM outbox_watermarks WHERE match_id = ?1 AND dispatched >=
+                 (SELECT revision FROM matches WHERE match_id = ?1 AND status = 'finished')",
+        )
         .map_err(err)?;
     for (match_id, revision) in marks {
-        update.execute(params![match_id, rows::to_i64(*revision, "revision")?]).map_err(err)?;
+        if raise.execute(params![match_id, rows::to_i64(*revision, "revision")?]).map_err(err)? > 0 {
+            done.execute(params![match_id]).map_err(err)?;
+        }
     }
     Ok(())
 }
@@ -254,6 +264,9 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
             for p in rows::participants(state) {
                 insert.execute(params![match_id, p.seat, p.principal, p.bot_profile, p.status]).map_err(err)?;
             }
+            conn.prepare_cached("INSERT INTO outbox_watermarks (match_id, dispatched) VALUES (?1, -1)")
+                .and_then(|mut s| s.execute(params![match_id]))
+                .map_err(err)?;
         }
         (Some(expected), Some(state)) => {
             let expected = rows::to_i64(expected, "expected revision")?;
@@ -302,42 +315,73 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
 }
 
 /// Writes the rest of `commit` once [`fence`] passed; the caller commits or rolls back.
+///
+/// The revision is ONE `revisions` row: its log entry, the receipt of the command that made
+/// it and its publications. A final rejection makes no revision: its receipt is a
+/// `receipts` row.
 fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
     let err = |e| commit_error(commit, e);
     let match_id = commit.match_id;
+    let mut applied = None;
     if let Some(r) = &commit.receipt {
-        let revision = match r.outcome {
-            ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
-        };
-        let (outcome, revision) =
-            (rows::encode("receipt outcome", &r.outcome)?, rows::to_i64(revision, "receipt revision")?);
-        let stored = conn
-            .prepare_cached(
-                "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
-            )
-            .and_then(|mut s| {
-                s.execute(params![r.key.match_id, r.key.principal, r.key.command_id, r.fingerprint, outcome, revision,])
-            })
-            .map_err(err)?;
-        if stored == 0 {
+        if receipt_stored(conn, &r.key).map_err(err)? {
             // Another writer stored this receipt: our judgement is stale.
             return Err(conflict(commit));
         }
+        match &r.outcome {
+            ReceiptOutcome::Applied { .. } => applied = Some(r),
+            ReceiptOutcome::Rejected { revision, .. } => {
+                let (outcome, revision) =
+                    (rows::encode("receipt outcome", &r.outcome)?, rows::to_i64(*revision, "receipt revision")?);
+                conn.prepare_cached(
+                    "INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        r.key.match_id,
+                        r.key.principal,
+                        r.key.command_id,
+                        r.fingerprint,
+                        outcome,
+                        revision
+                    ])
+                })
+                .map_err(err)?;
+            }
+        }
     }
 
-    if let Some(log) = &commit.log {
-        let (revision, entry) = (rows::to_i64(log.revision, "log revision")?, rows::encode("log entry", log)?);
-        let stored = conn
-            .prepare_cached(
-                "INSERT INTO match_log (match_id, revision, instant_ms, entry) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT DO NOTHING",
+    match &commit.log {
+        Some(log) => {
+            let (revision, entry) = (rows::to_i64(log.revision, "log revision")?, rows::encode("log entry", log)?);
+            let publications = rows::encode_publications(&commit.publications)?;
+            conn.prepare_cached(
+                "INSERT INTO revisions (match_id, revision, principal, command_id, fingerprint, instant_ms, written_ms,
+                                        entry, publications)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
-            .and_then(|mut s| s.execute(params![match_id, revision, log.instant_ms, entry]))
+            .and_then(|mut s| {
+                s.execute(params![
+                    match_id,
+                    revision,
+                    applied.map(|r| &r.key.principal),
+                    applied.map(|r| r.key.command_id),
+                    applied.map(|r| &r.fingerprint),
+                    log.instant_ms,
+                    rows::now_ms(),
+                    entry,
+                    publications,
+                ])
+            })
             .map_err(err)?;
-        if stored == 0 {
-            return Err(conflict(commit));
         }
+        None if applied.is_some() || !commit.publications.is_empty() => {
+            return Err(StoreError::Corrupt(format!(
+                "a commit of match {match_id} with an applied receipt or publications but no log entry"
+            )));
+        }
+        None => {}
     }
 
     if let Some(state) = &commit.state {
@@ -380,27 +424,20 @@ fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
         }
     }
 
-    if !commit.publications.is_empty() {
-        let mut insert = conn
-            .prepare_cached(
-                "INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .map_err(err)?;
-        for (ordinal, p) in commit.publications.iter().enumerate() {
-            insert
-                .execute(params![
-                    match_id,
-                    rows::to_i64(p.revision, "publication revision")?,
-                    rows::recipient_column(p),
-                    rows::to_i64(ordinal as u64, "publication ordinal")?,
-                    &*p.encoded,
-                    p.trace_context.as_deref(),
-                ])
-                .map_err(err)?;
-        }
-    }
     Ok(())
+}
+
+/// Whether a receipt with `key` is stored: a final rejection in `receipts`, or an applied
+/// command in its revision (the index by match holds the key, next to the match's others).
+fn receipt_stored(conn: &Connection, key: &ReceiptKey) -> rusqlite::Result<bool> {
+    let params = params![key.match_id, key.principal, key.command_id];
+    let rejected = conn
+        .prepare_cached("SELECT 1 FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3")?
+        .exists(params)?;
+    Ok(rejected
+        || conn
+            .prepare_cached("SELECT 1 FROM revisions WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3")?
+            .exists(params)?)
 }
 
 /// A few read connections, used on the caller's thread (see the module docs).
@@ -447,41 +484,60 @@ impl Readers {
     }
 
     pub(crate) fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        let found: Option<(String, String)> = self.with("load receipt", |c| {
-            c.prepare_cached(
-                "SELECT fingerprint, outcome FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
-            )?
-            .query_row(params![key.match_id, key.principal, key.command_id], |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()
+        let params = params![key.match_id, key.principal, key.command_id];
+        let found: Option<(String, Option<String>, i64)> = self.with("load receipt", |c| {
+            let rejected = c
+                .prepare_cached(
+                    "SELECT fingerprint, outcome, 0 FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
+                )?
+                .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .optional()?;
+            match rejected {
+                Some(found) => Ok(Some(found)),
+                None => c
+                    .prepare_cached(
+                        "SELECT fingerprint, NULL, revision FROM revisions
+                         WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
+                    )?
+                    .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                    .optional(),
+            }
         })?;
-        found
-            .map(|(fingerprint, outcome)| {
-                Ok(Receipt {
-                    key: key.clone(),
-                    fingerprint,
-                    outcome: rows::decode("receipt outcome", key.match_id, &outcome)?,
-                })
-            })
-            .transpose()
+        found.map(|row| receipt(key.clone(), row)).transpose()
     }
 
     pub(crate) fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
-        let found: Vec<(String, Uuid, String, String)> = self.with("load receipts", |c| {
-            c.prepare_cached("SELECT principal, command_id, fingerprint, outcome FROM receipts WHERE match_id = ?1")?
-                .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
-                .collect()
+        let found: Vec<(String, Uuid, String, Option<String>, i64)> = self.with("load receipts", |c| {
+            c.prepare_cached(
+                "SELECT principal, command_id, fingerprint, outcome, 0 FROM receipts WHERE match_id = ?1
+                 UNION ALL
+                 SELECT principal, command_id, fingerprint, NULL, revision FROM revisions
+                 WHERE match_id = ?1 AND command_id IS NOT NULL",
+            )?
+            .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))?
+            .collect()
         })?;
         found
             .into_iter()
-            .map(|(principal, command_id, fingerprint, outcome)| {
-                Ok(Receipt {
-                    key: ReceiptKey { match_id, principal, command_id },
-                    fingerprint,
-                    outcome: rows::decode("receipt outcome", match_id, &outcome)?,
-                })
+            .map(|(principal, command_id, fingerprint, outcome, revision)| {
+                receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
             })
             .collect()
     }
+}
+
+/// A receipt from its columns: `(fingerprint, outcome, revision)`, where a `receipts` row (a
+/// final rejection) has its outcome and a `revisions` row (an applied command) has none: it
+/// was applied at its revision.
+fn receipt(
+    key: ReceiptKey,
+    (fingerprint, outcome, revision): (String, Option<String>, i64),
+) -> Result<Receipt, StoreError> {
+    let outcome = match outcome {
+        Some(text) => rows::decode("receipt outcome", key.match_id, &text)?,
+        None => ReceiptOutcome::Applied { revision: rows::to_u64(revision, "revision")? },
+    };
+    Ok(Receipt { key, fingerprint, outcome })
 }
 
 /// Whether SQLite's answer is transient: BUSY, LOCKED, IOERR, FULL, CANTOPEN (the same
