@@ -65,7 +65,7 @@ async fn play(server: &Server, m: &str, from: u64, columns: &[u64]) -> Value {
     let mut last = Value::Null;
     for (i, column) in columns.iter().enumerate() {
         let revision = from + i as u64;
-        let player = if revision % 2 == 0 { &mut alice } else { &mut bob };
+        let player = if revision.is_multiple_of(2) { &mut alice } else { &mut bob };
         let cmd = command(m, &uuid(), revision, *column);
         player.send(&cmd).await;
         assert_eq!(player.recv_type("game.ack").await.0["status"], "applied");
