@@ -200,13 +200,31 @@ pub struct Engine {
 fn run_rules(
     what: &str,
     now_ms: i64,
-    entropy: &mut dyn EntropySource,
+    draws: Draws<'_>,
     f: impl FnOnce(&mut Services<'_>) -> Result<ErasedTransition, RuleError>,
 ) -> Result<(ErasedTransition, Trace), RuleError> {
-    let mut services = Services::new(now_ms, Randomness::live(entropy));
+    let randomness = match draws {
+        Draws::Live(entropy) => Randomness::live(entropy),
+        Draws::Replay(recorded) => Randomness::replay(recorded),
+    };
+    let mut services = Services::new(now_ms, randomness);
     let t = guarded(what, || f(&mut services))?;
     let trace = services.finish()?;
     Ok((t, trace))
+}
+
+/// Where an operation's randomness comes from: live entropy when it is decided, its recorded
+/// trace when a stored revision is recovered ([`Engine::recover`]).
+enum Draws<'a> {
+    Live(&'a mut dyn EntropySource),
+    Replay(&'a [juegoland_sdk::TraceEntry]),
+}
+
+impl Draws<'_> {
+    /// Whether the operation is decided now (and publishes), not recovered.
+    fn live(&self) -> bool {
+        matches!(self, Draws::Live(_))
+    }
 }
 
 /// Runs rules code, turning a panic into a fault (a panic commits nothing).
@@ -233,6 +251,57 @@ impl Engine {
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
         Ok(LiveMatch { state: Arc::new(state), game, loaded })
+    }
+
+    /// The match one stored revision later: `entry`, the log entry of revision
+    /// `live.revision + 1`, decided again with its captured instant and its recorded
+    /// randomness trace by the pinned rules (what activation does with the revisions after a
+    /// snapshot). The decision must reproduce the entry exactly — operation, events and
+    /// trace — or the revision diverged and recovery stops: nothing is ever decided anew
+    /// here. No publications are built (they were stored with the revision).
+    pub fn recover(&self, mut live: LiveMatch, entry: &LogEntry) -> Result<LiveMatch, Fault> {
+        let state = &live.state;
+        let diverged =
+            |why: String| Fault(format!("revision {} of match {} diverged: {why}", entry.revision, state.match_id));
+        if entry.revision != state.revision + 1 {
+            return Err(diverged(format!("it does not follow revision {}", state.revision)));
+        }
+        let (now_ms, draws) = (entry.instant_ms, Draws::Replay(&entry.trace));
+        let pending = match &entry.op {
+            LoggedOp::Create { .. } => return Err(diverged("a second creation".into())),
+            LoggedOp::Command { principal, command_id, precondition, action_type, payload, .. } => {
+                let envelope = CommandEnvelope {
+                    match_id: state.match_id,
+                    command_id: *command_id,
+                    precondition: precondition.clone(),
+                    action: juegoland_protocol::Action { r#type: action_type.clone(), payload: payload.clone() },
+                };
+                match self.decide_command(&live, principal, &envelope, None, now_ms, draws) {
+                    Decision::Commit(p) if p.commit.state.is_some() => *p,
+                    Decision::Fault(f) => return Err(diverged(f.0)),
+                    _ => return Err(diverged("the command is not accepted".into())),
+                }
+            }
+            LoggedOp::Lifecycle { event, generation } => {
+                let request = match (event, generation) {
+                    (Lifecycle::Withdrawal { seat }, None) => LifecycleRequest::Withdraw { seat: seat.clone() },
+                    (Lifecycle::DeadlineExpired { id, .. }, Some(generation)) => {
+                        LifecycleRequest::FireDeadline { id: id.clone(), generation: *generation }
+                    }
+                    _ => return Err(diverged("an unknown lifecycle event".into())),
+                };
+                self.decide_lifecycle(&live, &request, now_ms, draws).map_err(|e| diverged(e.to_string()))?
+            }
+            LoggedOp::Cancel { reason_code } => {
+                let request = LifecycleRequest::Cancel { reason_code: reason_code.clone() };
+                self.decide_lifecycle(&live, &request, now_ms, draws).map_err(|e| diverged(e.to_string()))?
+            }
+        };
+        if pending.commit.log.as_ref() != Some(entry) {
+            return Err(diverged("the rules decided another revision".into()));
+        }
+        live.advance(pending);
+        Ok(live)
     }
 
     /// Creates a match at revision 0: validates seats and config, runs `setup`.
@@ -280,12 +349,13 @@ impl Engine {
         let participants: BTreeMap<Seat, Participant> =
             seats.keys().map(|s| (s.clone(), Participant::active())).collect();
 
-        let (t, trace) =
-            match run_rules("setup", now_ms, entropy, |s| loaded_game.game.setup(&config, &participants, s)) {
-                Ok(r) => r,
-                Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
-                Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
-            };
+        let (t, trace) = match run_rules("setup", now_ms, Draws::Live(entropy), |s| {
+            loaded_game.game.setup(&config, &participants, s)
+        }) {
+            Ok(r) => r,
+            Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
+            Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
+        };
         let empty_flow = Flow::default();
         check_transition(&loaded_game, &empty_flow, None, &t, &self.limits).map_err(CreateError::Fault)?;
         let position =
@@ -334,6 +404,18 @@ impl Engine {
         existing: Option<Receipt>,
         now_ms: i64,
         entropy: &mut dyn EntropySource,
+    ) -> Decision {
+        self.decide_command(live, principal, envelope, existing, now_ms, Draws::Live(entropy))
+    }
+
+    fn decide_command(
+        &self,
+        live: &LiveMatch,
+        principal: &str,
+        envelope: &CommandEnvelope,
+        existing: Option<Receipt>,
+        now_ms: i64,
+        draws: Draws<'_>,
     ) -> Decision {
         let state = &live.state;
         let Some(seat) = state.seat_of(principal) else { return Decision::Forbidden };
@@ -384,8 +466,8 @@ impl Engine {
             return reject(RejectionCode::InvalidPayload);
         };
 
-        let (t, trace) = match run_rules("apply", now_ms, entropy, |s| game.game.apply(&live.loaded, seat, &action, s))
-        {
+        let publish = draws.live();
+        let (t, trace) = match run_rules("apply", now_ms, draws, |s| game.game.apply(&live.loaded, seat, &action, s)) {
             Ok(r) => r,
             Err(RuleError::Illegal { .. }) => return reject(RejectionCode::IllegalAction),
             Err(RuleError::Fault { message }) => return Decision::Fault(Fault(message)),
@@ -402,7 +484,7 @@ impl Engine {
             ConflictPolicy::Actor => Bump::Actor(seat),
             ConflictPolicy::Match => Bump::Barrier,
         };
-        match self.accept(live, t, trace, op, bump, now_ms, |s| {
+        match self.accept_with(live, Accepted { t, trace, op, bump, now_ms, consumed_deadline: None, publish }, |s| {
             Some(Receipt {
                 key: key.clone(),
                 fingerprint: fingerprint.to_owned(),
@@ -422,7 +504,18 @@ impl Engine {
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Result<Pending, LifecycleError> {
+        self.decide_lifecycle(live, request, now_ms, Draws::Live(entropy))
+    }
+
+    fn decide_lifecycle(
+        &self,
+        live: &LiveMatch,
+        request: &LifecycleRequest,
+        now_ms: i64,
+        draws: Draws<'_>,
+    ) -> Result<Pending, LifecycleError> {
         let state = &live.state;
+        let publish = draws.live();
         if state.is_finished() {
             return Err(LifecycleError::Finished);
         }
@@ -444,47 +537,29 @@ impl Engine {
                 }
                 let withdrawn = game.game.with_withdrawn(&live.loaded, seat);
                 let event = Lifecycle::Withdrawal { seat: seat.clone() };
-                let (t, trace) = run_lifecycle(game, &withdrawn, &event, now_ms, entropy)?;
+                let (t, trace) = run_lifecycle(game, &withdrawn, &event, now_ms, draws)?;
                 (t, trace, LoggedOp::Lifecycle { event, generation: None }, None)
             }
             LifecycleRequest::FireDeadline { id, generation } => {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
                 let event = Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() };
-                let (t, trace) = run_lifecycle(game, &live.loaded, &event, now_ms, entropy)?;
+                let (t, trace) = run_lifecycle(game, &live.loaded, &event, now_ms, draws)?;
                 (t, trace, LoggedOp::Lifecycle { event, generation: Some(*generation) }, Some(id.clone()))
             }
         };
-        self.accept_with(live, t, trace, op, Bump::Barrier, now_ms, consumed, |_| None).map_err(LifecycleError::Fault)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn accept(
-        &self,
-        live: &LiveMatch,
-        t: ErasedTransition,
-        trace: Trace,
-        op: LoggedOp,
-        bump: Bump<'_>,
-        now_ms: i64,
-        receipt: impl FnOnce(&MatchState) -> Option<Receipt>,
-    ) -> Result<Pending, Fault> {
-        self.accept_with(live, t, trace, op, bump, now_ms, None, receipt)
+        let accepted = Accepted { t, trace, op, bump: Bump::Barrier, now_ms, consumed_deadline: consumed, publish };
+        self.accept_with(live, accepted, |_| None).map_err(LifecycleError::Fault)
     }
 
     /// Validates an accepted transition, applies the counter rules, and builds the commit.
-    #[allow(clippy::too_many_arguments)]
     fn accept_with(
         &self,
         live: &LiveMatch,
-        t: ErasedTransition,
-        trace: Trace,
-        op: LoggedOp,
-        bump: Bump<'_>,
-        now_ms: i64,
-        consumed_deadline: Option<String>,
+        accepted: Accepted<'_>,
         receipt: impl FnOnce(&MatchState) -> Option<Receipt>,
     ) -> Result<Pending, Fault> {
+        let Accepted { t, trace, op, bump, now_ms, consumed_deadline, publish } = accepted;
         let game = &live.game;
         let before = &live.state;
         check_transition(game, &before.position.flow, before.position.result.as_ref(), &t, &self.limits)?;
@@ -514,7 +589,8 @@ impl Engine {
         }
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
-        let publications = publications(game, &live.loaded, &state, &t, &self.limits)?;
+        let publications =
+            if publish { publications(game, &live.loaded, &state, &t, &self.limits)? } else { Vec::new() };
         let receipt = receipt(&state);
         Ok(Pending {
             commit: Commit {
@@ -530,15 +606,29 @@ impl Engine {
     }
 }
 
+/// What the rules decided for an accepted operation, before the engine checks and applies it.
+struct Accepted<'a> {
+    t: ErasedTransition,
+    trace: Trace,
+    op: LoggedOp,
+    bump: Bump<'a>,
+    now_ms: i64,
+    /// The deadline the operation consumed (a firing).
+    consumed_deadline: Option<String>,
+    /// Whether to build the publications (not when a stored revision is recovered: they
+    /// were stored with it).
+    publish: bool,
+}
+
 /// Runs `on_lifecycle` for a withdrawal or a fired deadline.
 fn run_lifecycle(
     game: &LoadedGame,
     position: &LoadedPosition,
     event: &Lifecycle,
     now_ms: i64,
-    entropy: &mut dyn EntropySource,
+    draws: Draws<'_>,
 ) -> Result<(ErasedTransition, Trace), LifecycleError> {
-    run_rules("on_lifecycle", now_ms, entropy, |s| game.game.on_lifecycle(position, event, s)).map_err(|e| match e {
+    run_rules("on_lifecycle", now_ms, draws, |s| game.game.on_lifecycle(position, event, s)).map_err(|e| match e {
         RuleError::Illegal { reason } => LifecycleError::Illegal(reason),
         RuleError::Fault { message } => LifecycleError::Fault(Fault(message)),
     })

@@ -181,6 +181,20 @@ impl SqliteStore {
     }
 }
 
+/// The revisions waiting for dispatch, in match and revision order: for each watermark (a
+/// match that may have some), its revisions past it. `CROSS JOIN` keeps the watermarks the
+/// outer loop: left to itself, SQLite's planner scans every revision ever stored and probes
+/// the watermarks, which made each sweep read the whole history.
+const UNDISPATCHED: &str = "SELECT r.match_id, r.revision, r.publications FROM outbox_watermarks AS w
+     CROSS JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+     WHERE r.publications <> '[]'
+     ORDER BY w.match_id, r.revision LIMIT $1";
+
+/// The waiting publications and when the oldest was written (same plan as [`UNDISPATCHED`]).
+const BACKLOG: &str = "SELECT sum(json_array_length(r.publications)), min(r.written_ms) FROM outbox_watermarks AS w
+     CROSS JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+     WHERE r.publications <> '[]'";
+
 /// SQLite's clock as ISO 8601 text in UTC, the form of every timestamp column.
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -224,16 +238,11 @@ impl Store for SqliteStore {
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit` publications.
-        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(
-            "SELECT r.match_id, r.revision, r.publications FROM outbox_watermarks AS w
-             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
-             WHERE r.publications <> '[]'
-             ORDER BY r.match_id, r.revision LIMIT $1",
-        )
-        .bind(rows::limit(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| store_error(LITE, "list undispatched publications", e))?;
+        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(UNDISPATCHED)
+            .bind(rows::limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "list undispatched publications", e))?;
         let mut out = Vec::new();
         for (match_id, revision, text) in found {
             let revision = rows::to_u64(revision, "revision")?;
@@ -256,14 +265,10 @@ impl Store for SqliteStore {
     }
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
-        let (rows, oldest_ms): (Option<i64>, Option<i64>) = sqlx::query_as(
-            "SELECT sum(json_array_length(r.publications)), min(r.written_ms) FROM outbox_watermarks AS w
-             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
-             WHERE r.publications <> '[]'",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| store_error(LITE, "measure the outbox backlog", e))?;
+        let (rows, oldest_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "measure the outbox backlog", e))?;
         Ok(OutboxBacklog {
             rows: rows::to_u64(rows.unwrap_or(0), "outbox backlog")?,
             oldest_age: oldest_ms
@@ -412,5 +417,36 @@ impl Store for SqliteStore {
                 .await
                 .map_err(|e| store_error(LITE, "load match owner", e))?;
         row.map(|(owner, epoch)| Ok((owner, rows::to_u64(epoch, "owner epoch")?))).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The outbox reads find the waiting revisions from the watermarks, never by scanning
+    /// every revision (a sweep runs every second over a table that only grows).
+    #[tokio::test]
+    async fn the_outbox_reads_start_from_the_watermarks() {
+        let dir = std::env::temp_dir().join(format!("juegoland-plan-{}", std::process::id()));
+        let store = SqliteStore::open(&dir).await.unwrap();
+        for sql in [UNDISPATCHED, BACKLOG] {
+            let plan: Vec<(i64, i64, i64, String)> =
+                sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+                    .bind(10)
+                    .fetch_all(&store.pool)
+                    .await
+                    .unwrap();
+            let steps: Vec<&str> = plan.iter().map(|(_, _, _, step)| step.as_str()).collect();
+            assert!(
+                steps
+                    .iter()
+                    .any(|s| s.starts_with("SEARCH r USING INDEX revisions_by_match (match_id=? AND revision>?)")),
+                "{steps:?}"
+            );
+            assert!(!steps.iter().any(|s| s.starts_with("SCAN r")), "{steps:?}");
+        }
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -42,6 +42,8 @@ pub struct Harness {
     pub live: LiveMatch,
     pub receipts: BTreeMap<ReceiptKey, Receipt>,
     pub log: Vec<LogEntry>,
+    /// Every committed state, by revision.
+    pub states: Vec<MatchState>,
     pub publications: Vec<Publication>,
     pub entropy: SplitMix64,
     pub now_ms: i64,
@@ -59,7 +61,17 @@ impl Harness {
         let mut live = live;
         let commit = live.advance(pending);
         let log = vec![commit.log.expect("creation log")];
-        Harness { engine, live, receipts: BTreeMap::new(), log, publications: Vec::new(), entropy, now_ms: 1_000 }
+        let states = vec![live.state().clone()];
+        Harness {
+            engine,
+            live,
+            receipts: BTreeMap::new(),
+            log,
+            states,
+            publications: Vec::new(),
+            entropy,
+            now_ms: 1_000,
+        }
     }
 
     pub fn conecta4() -> Harness {
@@ -129,6 +141,7 @@ impl Harness {
         }
         if let Some(l) = &commit.log {
             self.log.push(l.clone());
+            self.states.push(self.live.state().clone());
         }
         self.publications.extend(commit.publications.iter().cloned());
     }
@@ -144,6 +157,15 @@ impl Harness {
             json!({ "column": column }),
         );
         self.run(principal, &env)
+    }
+
+    /// The state recovered from the stored state of revision `from` and the log after it.
+    pub fn recovered(&self, from: usize) -> Result<MatchState, juegoland_core::Fault> {
+        let mut live = self.engine.load(self.states[from].clone())?;
+        for entry in &self.log[from + 1..] {
+            live = self.engine.recover(live, entry)?;
+        }
+        Ok(live.state().clone())
     }
 
     pub fn replay(&self) -> Result<(), juegoland_core::ReplayError> {

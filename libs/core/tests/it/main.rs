@@ -7,3 +7,4 @@ mod check;
 mod fixture;
 mod harness;
 mod props;
+mod recover;

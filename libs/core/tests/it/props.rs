@@ -135,6 +135,11 @@ proptest! {
         let created = matches!(h.log[0].op, LoggedOp::Create { .. });
         prop_assert!(created, "the log starts with the creation");
         prop_assert!(h.replay().is_ok(), "{:?}", h.replay());
+        // And from any committed state, the entries after it recover exactly the last one.
+        for from in 0..h.states.len() {
+            let recovered = h.recovered(from);
+            prop_assert_eq!(recovered.as_ref(), Ok(h.state()), "recovered from revision {}", from);
+        }
     }
 
     /// Confluence of the fixture's `actor` action: marks of different players applied in
