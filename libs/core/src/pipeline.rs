@@ -273,7 +273,7 @@ impl Engine {
                 let envelope = CommandEnvelope {
                     match_id: state.match_id,
                     command_id: *command_id,
-                    precondition: precondition.clone(),
+                    precondition: *precondition,
                     action: juegoland_protocol::Action { r#type: action_type.clone(), payload: payload.clone() },
                 };
                 match self.decide_command(&live, principal, &envelope, None, now_ms, draws) {
