@@ -158,7 +158,7 @@ impl Host {
             Err(StoreError::Conflict { .. }) => {
                 let stored = self.shared.store.load(match_id).await?;
                 return match stored {
-                    Some(s) if s.game == *game => Ok(match_id),
+                    Some(s) if s.snapshot.game == *game => Ok(match_id),
                     _ => Err(MatchError::Internal(format!("match id {match_id} is taken by another match"))),
                 };
             }
@@ -241,10 +241,12 @@ impl Host {
                         // Claim first, then load: any commit of a previous owner either
                         // landed before the claim (and is loaded) or fails its fence after.
                         shared.store.claim(match_id).await?.ok_or(MatchError::NotFound)?;
-                        let state = shared.store.load(match_id).await?.ok_or(MatchError::NotFound)?;
+                        let stored = shared.store.load(match_id).await?.ok_or(MatchError::NotFound)?;
                         let receipts = Receipts::new(shared.store.receipts(match_id).await?);
                         shared.metrics.actor_events.with_label_values(&["receipts_loaded"]).inc();
-                        (shared.engine.load(state).map_err(|f| MatchError::Internal(redacted(&f.0)))?, receipts)
+                        // The snapshot and the revisions after it, recovered with the
+                        // pinned rules (never decided anew).
+                        (shared.engine.restore(stored).map_err(|f| MatchError::Internal(redacted(&f.0)))?, receipts)
                     }
                 };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();

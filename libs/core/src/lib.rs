@@ -25,5 +25,5 @@ pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};
 pub use state::{
     Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome,
-    SeatHolder,
+    SNAPSHOT_EVERY, SeatHolder, StoredMatch,
 };

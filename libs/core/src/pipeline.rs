@@ -18,6 +18,7 @@ use crate::project::{build_snapshot, publications};
 use crate::registry::{LoadedGame, Registry};
 use crate::state::{
     Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, SeatHolder,
+    StoredMatch,
 };
 
 /// Limits the engine enforces on rules' outputs.
@@ -251,6 +252,13 @@ impl Engine {
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
         Ok(LiveMatch { state: Arc::new(state), game, loaded })
+    }
+
+    /// A stored match made live: its snapshot loaded and each revision of its tail
+    /// recovered ([`Engine::recover`]).
+    pub fn restore(&self, stored: StoredMatch) -> Result<LiveMatch, Fault> {
+        let live = self.load(stored.snapshot)?;
+        stored.tail.iter().try_fold(live, |live, entry| self.recover(live, entry))
     }
 
     /// The match one stored revision later: `entry`, the log entry of revision

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_sdk::{Lifecycle, LoadedPosition, Participant, Randomness, RuleError, Seat, Services};
+use juegoland_sdk::{ErasedGame, Lifecycle, LoadedPosition, Participant, Randomness, RuleError, Seat, Services};
 
 use crate::registry::Registry;
 use crate::state::{LogEntry, LoggedOp, MatchState};
@@ -25,7 +25,9 @@ pub enum ReplayError {
     StateDiffers(&'static str),
 }
 
-/// Replays `log` and checks it reaches `stored`'s logical state.
+/// Replays `log` — the whole log of a match, from its creation — and checks that it passes
+/// through `stored`'s logical state (data, flow, result, participants) at `stored`'s revision:
+/// a snapshot, which may have log entries after it; those are replayed and checked too.
 pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Result<(), ReplayError> {
     let game = registry
         .get(&stored.game)
@@ -33,6 +35,12 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
     game.check_pinned(&stored.rules_digest).map_err(ReplayError::Pinned)?;
     let g = &game.game;
     let diverged = |revision: u64, message: String| ReplayError::Diverged { revision, message };
+    if (log.len() as u64) <= stored.revision {
+        return Err(diverged(
+            stored.revision,
+            format!("the log has {} entries for revision {}", log.len(), stored.revision),
+        ));
+    }
 
     let (first, rest) = log.split_first().ok_or(ReplayError::NoCreate)?;
     let LoggedOp::Create { config } = &first.op else { return Err(ReplayError::NoCreate) };
@@ -43,6 +51,9 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
     services.finish().map_err(|e| diverged(0, e.to_string()))?;
     check_events(g.encode_events(&t.events).ok(), first, 0)?;
     let mut position: LoadedPosition = t.next;
+    if stored.revision == 0 {
+        same_state(&**g, &position, stored)?;
+    }
 
     for (i, entry) in rest.iter().enumerate() {
         let expected = i as u64 + 1;
@@ -68,14 +79,18 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         services.finish().map_err(|e| diverged(expected, e.to_string()))?;
         check_events(g.encode_events(&t.events).ok(), entry, expected)?;
         position = t.next;
+        if expected == stored.revision {
+            same_state(&**g, &position, stored)?;
+        }
     }
-    if log.len() as u64 != stored.revision + 1 {
-        return Err(diverged(
-            stored.revision,
-            format!("the log has {} entries for revision {}", log.len(), stored.revision),
-        ));
-    }
-    let replayed = g.encode_position(&position).map_err(|e| diverged(stored.revision, e.to_string()))?;
+    Ok(())
+}
+
+/// Whether the replayed `position` is `stored`'s logical state.
+fn same_state(g: &dyn ErasedGame, position: &LoadedPosition, stored: &MatchState) -> Result<(), ReplayError> {
+    let replayed = g
+        .encode_position(position)
+        .map_err(|e| ReplayError::Diverged { revision: stored.revision, message: e.to_string() })?;
     let s = &stored.position;
     if replayed.data != s.data {
         return Err(ReplayError::StateDiffers("data"));

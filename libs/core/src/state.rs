@@ -81,6 +81,43 @@ impl MatchState {
     pub fn is_finished(&self) -> bool {
         self.position.result.is_some()
     }
+
+    /// Whether a durable store must write this state rather than only its revision's log
+    /// entry: at creation, every [`SNAPSHOT_EVERY`] revisions and when the match ends. A
+    /// store may write it more often (the memory store keeps every state).
+    pub fn is_snapshot_point(&self) -> bool {
+        self.revision.is_multiple_of(SNAPSHOT_EVERY) || self.is_finished()
+    }
+}
+
+/// How many revisions apart a durable store writes a match's state (issue 19): between two
+/// snapshots only the revisions' log rows are written, and activation recovers at most
+/// `SNAPSHOT_EVERY - 1` of them with the pinned rules ([`crate::Engine::restore`]).
+pub const SNAPSHOT_EVERY: u64 = 32;
+
+/// A match as a store holds it: the last snapshot of its state and the log entries after it,
+/// in revision order. [`crate::Engine::restore`] makes it live; a finished match is always
+/// its final snapshot with no tail.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredMatch {
+    pub snapshot: MatchState,
+    pub tail: Vec<LogEntry>,
+}
+
+impl StoredMatch {
+    /// A match stored with its current state (no tail).
+    pub fn current(state: MatchState) -> Self {
+        Self { snapshot: state, tail: Vec::new() }
+    }
+
+    /// The match's revision: its last log entry's.
+    pub fn revision(&self) -> u64 {
+        self.tail.last().map_or(self.snapshot.revision, |e| e.revision)
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.snapshot.is_finished()
+    }
 }
 
 /// The idempotency key of a command.

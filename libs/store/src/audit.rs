@@ -29,13 +29,13 @@ pub async fn replay_matches(
 ) -> Result<Vec<MatchReplay>, StoreError> {
     let mut out = Vec::new();
     for match_id in ids {
-        let Some(state) = store.load(match_id).await? else {
+        let Some(stored) = store.load(match_id).await? else {
             out.push(MatchReplay { match_id, revision: 0, result: Err(ReplayError::NoCreate) });
             continue;
         };
         let log = store.log(match_id).await?;
-        let result = juegoland_core::replay(registry, &state, &log);
-        out.push(MatchReplay { match_id, revision: state.revision, result });
+        let result = juegoland_core::replay(registry, &stored.snapshot, &log);
+        out.push(MatchReplay { match_id, revision: stored.revision(), result });
     }
     Ok(out)
 }
@@ -95,7 +95,7 @@ pub async fn audit(
         seen_per_match.entry(s.match_id).or_default().insert(s.command_id);
     }
     for &match_id in &ids {
-        let Some(state) = store.load(match_id).await? else {
+        let Some(stored) = store.load(match_id).await? else {
             report.problems.push(format!("match {match_id} is not stored"));
             continue;
         };
@@ -105,12 +105,15 @@ pub async fn audit(
         if !contiguous {
             report.problems.push(format!("the log of {match_id} has a gap or a fork"));
         }
-        if log.last().map(|e| e.revision) != Some(state.revision) {
+        if log.last().map(|e| e.revision) != Some(stored.revision()) {
             report.problems.push(format!(
                 "match {match_id} is stored at revision {} but its log ends at {:?}",
-                state.revision,
+                stored.revision(),
                 log.last().map(|e| e.revision)
             ));
+        }
+        if !log.ends_with(&stored.tail) {
+            report.problems.push(format!("the revisions after the snapshot of {match_id} are not its log's last"));
         }
         let mut logged = BTreeSet::new();
         for entry in &log {
@@ -125,7 +128,7 @@ pub async fn audit(
                 report.problems.push(format!("acknowledged command {command_id} is not in the log of {match_id}"));
             }
         }
-        let replayed = juegoland_core::replay(registry, &state, &log);
+        let replayed = juegoland_core::replay(registry, &stored.snapshot, &log);
         report.replayed += 1;
         if let Err(e) = replayed {
             report.problems.push(format!("match {match_id} does not replay to its stored state: {e}"));

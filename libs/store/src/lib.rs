@@ -54,7 +54,7 @@
 
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
+use juegoland_core::{Commit, LogEntry, Publication, Receipt, ReceiptKey, StoredMatch};
 use uuid::Uuid;
 
 pub mod audit;
@@ -151,9 +151,10 @@ pub struct DueDeadline {
 /// What the engine persists. Every method is one atomic operation.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Writes state, participants, receipt, log entry, deadlines and outbox rows atomically,
-    /// if the stored revision is still `commit.expected_revision` (or the match does not
-    /// exist, for `None`). A commit without a new state (a final rejection) is fenced the
+    /// Writes the revision (its log entry, receipt and publications), participants,
+    /// deadlines and, at least at its snapshot points (`MatchState::is_snapshot_point`), the
+    /// state atomically, if the stored revision is still `commit.expected_revision` (or the
+    /// match does not exist, for `None`). A commit without a new state (a final rejection) is fenced the
     /// same way. A commit with neither a state nor an expected revision names no match to
     /// fence against and is refused as a conflict.
     ///
@@ -164,7 +165,10 @@ pub trait Store: Send + Sync + 'static {
     /// The match's pending deadlines become exactly `state.deadlines`: a generation no
     /// longer there was consumed (when the commit's log fired it) or cancelled.
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError>;
-    async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError>;
+    /// The match as stored: the last state written (a snapshot) and the log entries after
+    /// it (`Engine::restore` recovers them). The revision that finishes a match is always a
+    /// snapshot, so a finished match has no tail.
+    async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError>;
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
     /// Every receipt of a match (applied and rejected commands alike), in no particular
     /// order: what a match actor loads when it activates, so that judging a command needs

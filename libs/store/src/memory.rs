@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey};
+use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey, StoredMatch};
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
@@ -174,8 +174,9 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
-        Ok(self.inner.lock().await.matches.get(&match_id).map(|s| MatchState::clone(&s.state)))
+    async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
+        // Every state is kept: the snapshot is the current state.
+        Ok(self.inner.lock().await.matches.get(&match_id).map(|s| StoredMatch::current(MatchState::clone(&s.state))))
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
+use juegoland_core::{Commit, LogEntry, Receipt, ReceiptKey, StoredMatch};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
@@ -149,13 +149,14 @@ impl Store for PgStore {
         answer.await.map_err(|_| gone())?
     }
 
-    async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
+    async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
+        // Every commit writes the state here (until this store's revisions shape): no tail.
         let row: Option<(String,)> = sqlx::query_as("SELECT state::text FROM matches WHERE match_id = $1")
             .bind(match_id)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| store_error(PG, "load match", e))?;
-        row.map(|(text,)| rows::decode("match state", match_id, &text)).transpose()
+        row.map(|(text,)| rows::decode("match state", match_id, &text).map(StoredMatch::current)).transpose()
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey};
+use juegoland_core::{Commit, LogEntry, Receipt, ReceiptKey, StoredMatch};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use uuid::Uuid;
@@ -205,7 +205,7 @@ impl Store for SqliteStore {
         self.writer().await?.commit(commit).await
     }
 
-    async fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
+    async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
         self.readers.load(match_id)
     }
 

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use juegoland_core::{Commit, MatchState, Receipt, ReceiptKey, ReceiptOutcome};
+use juegoland_core::{Commit, MatchState, Receipt, ReceiptKey, ReceiptOutcome, StoredMatch};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 use uuid::Uuid;
@@ -268,50 +268,56 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
                 .and_then(|mut s| s.execute(params![match_id]))
                 .map_err(err)?;
         }
-        (Some(expected), Some(state)) => {
-            let expected = rows::to_i64(expected, "expected revision")?;
-            let (revision, epoch) =
-                (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
-            let encoded = rows::encode("match state", &**state)?;
-            let updated = conn
-                .prepare_cached(&format!(
-                    "UPDATE matches SET revision = ?3, phase_epoch = ?4, status = ?5, state = ?6, updated_at = {NOW}
-                     WHERE match_id = ?1 AND revision = ?2 AND (?7 IS NULL OR owner = ?7)"
-                ))
-                .and_then(|mut s| {
-                    s.execute(params![match_id, expected, revision, epoch, rows::match_status(state), encoded, owner,])
-                })
-                .map_err(err)?;
-            if updated == 0 {
-                return Err(conflict(commit));
-            }
-            let mut update = conn
-                .prepare_cached(
-                    "UPDATE participants SET status = ?3 WHERE match_id = ?1 AND seat = ?2 AND status <> ?3",
-                )
-                .map_err(err)?;
-            for p in rows::participants(state) {
-                update.execute(params![match_id, p.seat, p.status]).map_err(err)?;
-            }
-        }
-        (Some(expected), None) => {
-            // A final rejection: no new state, but the same fences. `BEGIN IMMEDIATE` already
-            // holds the write lock, so neither the revision nor the owner can move before the
-            // receipt is stored.
+        (Some(expected), state) => {
+            // The revision compare-and-set: the match's last revision is the highest of its
+            // `revisions` rows (one seek in the index by match). `BEGIN IMMEDIATE` holds the
+            // write lock, so neither it nor the owner can move before this commit is written.
             let expected = rows::to_i64(expected, "expected revision")?;
             let fenced = conn
                 .prepare_cached(
-                    "SELECT 1 FROM matches WHERE match_id = ?1 AND revision = ?2 AND (?3 IS NULL OR owner = ?3)",
+                    "SELECT 1 FROM matches WHERE match_id = ?1 AND (?3 IS NULL OR owner = ?3)
+                         AND (SELECT max(revision) FROM revisions WHERE match_id = ?1) = ?2",
                 )
                 .and_then(|mut s| s.query_row(params![match_id, expected, owner], |_| Ok(())).optional())
                 .map_err(err)?;
             if fenced.is_none() {
                 return Err(conflict(commit));
             }
+            // A final rejection (no state) changes nothing else of the match.
+            if let Some(state) = state {
+                snapshot(conn, commit, state)?;
+                let mut update = conn
+                    .prepare_cached(
+                        "UPDATE participants SET status = ?3 WHERE match_id = ?1 AND seat = ?2 AND status <> ?3",
+                    )
+                    .map_err(err)?;
+                for p in rows::participants(state) {
+                    update.execute(params![match_id, p.seat, p.status]).map_err(err)?;
+                }
+            }
         }
         (None, None) => return Err(conflict(commit)),
     }
     Ok(())
+}
+
+/// Writes `state` into its match's row if it is a snapshot point
+/// ([`MatchState::is_snapshot_point`]); between them the row keeps the last snapshot and the
+/// `revisions` rows after it carry the match forward.
+fn snapshot(conn: &Connection, commit: &Commit, state: &MatchState) -> Result<(), StoreError> {
+    if !state.is_snapshot_point() {
+        return Ok(());
+    }
+    let (revision, epoch) =
+        (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
+    let encoded = rows::encode("match state", state)?;
+    conn.prepare_cached(&format!(
+        "UPDATE matches SET revision = ?2, phase_epoch = ?3, status = ?4, state = ?5, updated_at = {NOW}
+         WHERE match_id = ?1"
+    ))
+    .and_then(|mut s| s.execute(params![commit.match_id, revision, epoch, rows::match_status(state), encoded]))
+    .map(drop)
+    .map_err(|e| commit_error(commit, e))
 }
 
 /// Writes the rest of `commit` once [`fence`] passed; the caller commits or rolls back.
@@ -474,13 +480,29 @@ impl Readers {
         read(conn).map_err(|e| lite_error(action, e))
     }
 
-    pub(crate) fn load(&self, match_id: Uuid) -> Result<Option<MatchState>, StoreError> {
-        let text: Option<String> = self.with("load match", |c| {
-            c.prepare_cached("SELECT state FROM matches WHERE match_id = ?1")?
-                .query_row(params![match_id], |row| row.get(0))
-                .optional()
+    /// The match's snapshot and the revisions after it. Two statements, in that order, with
+    /// no transaction around them: revisions are only ever appended and a snapshot only ever
+    /// moves forward, so revisions written between the two reads only lengthen the tail.
+    pub(crate) fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
+        let found: Option<(String, Vec<String>)> = self.with("load match", |c| {
+            let Some((state, revision)): Option<(String, i64)> = c
+                .prepare_cached("SELECT state, revision FROM matches WHERE match_id = ?1")?
+                .query_row(params![match_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let tail = c
+                .prepare_cached("SELECT entry FROM revisions WHERE match_id = ?1 AND revision > ?2 ORDER BY revision")?
+                .query_map(params![match_id, revision], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(Some((state, tail)))
         })?;
-        text.map(|text| rows::decode("match state", match_id, &text)).transpose()
+        let Some((state, tail)) = found else { return Ok(None) };
+        Ok(Some(StoredMatch {
+            snapshot: rows::decode("match state", match_id, &state)?,
+            tail: tail.iter().map(|text| rows::decode("log entry", match_id, text)).collect::<Result<_, _>>()?,
+        }))
     }
 
     pub(crate) fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

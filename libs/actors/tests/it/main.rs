@@ -85,7 +85,7 @@ async fn idle_actors_passivate_and_reactivate_from_the_last_commit() {
     // The next command re-activates it from the store, at the committed revision.
     assert_eq!(applied(&host.command("bob", drop_cmd(m, 1, 3)).await.unwrap()), 2);
     assert_eq!(host.active_actors(), 1);
-    assert_eq!(store.load(m).await.unwrap().unwrap().revision, 2);
+    assert_eq!(store.load(m).await.unwrap().unwrap().revision(), 2);
     // A retry after re-activation still finds its receipt.
     let dup = host.command("alice", drop_cmd(m, 0, 3)).await.unwrap();
     assert!(matches!(dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(1)));
@@ -177,7 +177,8 @@ async fn a_quiet_match_is_kept_as_text_and_plays_on_with_its_bot() {
     assert_eq!(actor_events(&prom, "activation"), 1);
     // What the actor holds after warming is exactly the committed state.
     tokio::time::sleep(cool_after * 4).await;
-    assert_eq!(host.inspect(m).await.unwrap(), store.load(m).await.unwrap().unwrap());
+    let stored = host.engine().restore(store.load(m).await.unwrap().unwrap()).unwrap();
+    assert_eq!(&host.inspect(m).await.unwrap(), stored.state());
 }
 
 #[tokio::test]
@@ -210,7 +211,7 @@ async fn an_active_match_fires_its_short_deadline_locally_once() {
     assert_eq!((count("fired"), count("stale")), (1, 1));
     let log = store.log(m).await.unwrap();
     assert_eq!(log.len(), 3, "create, alice's drop, one firing");
-    juegoland_core::replay(&host.engine().registry, &store.load(m).await.unwrap().unwrap(), &log).unwrap();
+    juegoland_core::replay(&host.engine().registry, &store.load(m).await.unwrap().unwrap().snapshot, &log).unwrap();
 }
 
 #[tokio::test]

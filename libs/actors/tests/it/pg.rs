@@ -85,11 +85,11 @@ fn retry_same_command(msg: &ServerMessage) -> Option<&ErrorMessage> {
 /// one entry per revision `0..=revision` (no fork, no gap) and that the stored state
 /// replays from it.
 async fn check_log(registry: &Registry, store: &PgStore, match_id: Uuid) -> Vec<Uuid> {
-    let state = store.load(match_id).await.unwrap().expect("the match is stored");
+    let stored = store.load(match_id).await.unwrap().expect("the match is stored");
     let log = store.log(match_id).await.unwrap();
     let revisions: Vec<u64> = log.iter().map(|e| e.revision).collect();
-    assert_eq!(revisions, (0..=state.revision).collect::<Vec<_>>(), "one log entry per revision");
-    juegoland_core::replay(registry, &state, &log).expect("the stored state replays from its log");
+    assert_eq!(revisions, (0..=stored.revision()).collect::<Vec<_>>(), "one log entry per revision");
+    juegoland_core::replay(registry, &stored.snapshot, &log).expect("the stored state replays from its log");
     log.iter()
         .skip(1)
         .map(|e| match &e.op {
@@ -133,7 +133,7 @@ async fn two_nodes_owning_one_match_cannot_fork_it() {
     let e = retry_same_command(&answer).unwrap_or_else(|| panic!("expected UNAVAILABLE, got {answer:?}"));
     assert_eq!((e.match_id, e.command_id), (Some(m), Some(b1.command_id)));
     wait_until("node B's fenced actor stops", || b.active_actors() == 0).await;
-    assert_eq!(store_b.load(m).await.unwrap().unwrap().revision, 1, "B's move did not land");
+    assert_eq!(store_b.load(m).await.unwrap().unwrap().revision(), 1, "B's move did not land");
 
     // The same command retried through B is judged on the reloaded revision 1: stale, and
     // that rejection is stored (a further retry gets the same receipt).

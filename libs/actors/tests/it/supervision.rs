@@ -94,7 +94,7 @@ async fn a_rules_panic_restarts_only_that_match_from_its_last_commit() {
         ServerMessage::Error(e) => assert_eq!(e.code, ErrorCode::Internal),
         other => panic!("expected an INTERNAL error, got {other:?}"),
     }
-    assert_eq!(store.load(a).await.unwrap().unwrap().revision, 1, "a panic commits nothing");
+    assert_eq!(store.load(a).await.unwrap().unwrap().revision(), 1, "a panic commits nothing");
     tokio::time::timeout(Duration::from_secs(5), async {
         while crate::actor_events(&prom, "failure") < 1 || host.active_matches().contains(&a) {
             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -10,6 +10,20 @@ use juegoland_sdk::{Lifecycle, SplitMix64};
 use serde_json::json;
 use uuid::Uuid;
 
+/// An engine with Conecta 4.
+pub fn engine() -> Engine {
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register conecta4");
+    Engine::new(Arc::new(registry))
+}
+
+/// What `store` holds of match `id` made live: the snapshot with the revisions after it
+/// recovered by the rules; `None` for an unknown match.
+pub async fn current(store: &dyn juegoland_store::Store, id: Uuid) -> Option<juegoland_core::MatchState> {
+    let stored = store.load(id).await.expect("load the match")?;
+    Some(engine().restore(stored).expect("the stored match restores").state().clone())
+}
+
 pub struct Game {
     engine: Engine,
     live: LiveMatch,
@@ -21,9 +35,7 @@ pub struct Game {
 impl Game {
     /// A new Conecta 4 match (alice in `p0`, bob in `p1`) and its creation commit.
     pub fn create(match_id: Uuid) -> (Game, Commit) {
-        let mut registry = Registry::new();
-        registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register conecta4");
-        let engine = Engine::new(Arc::new(registry));
+        let engine = engine();
         let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
         let seats = BTreeMap::from([
             ("p0".to_string(), SeatHolder::Principal("alice".into())),
@@ -87,6 +99,42 @@ impl Game {
     /// Advances the match past a decision the store accepted.
     pub fn advance(&mut self, pending: Pending) -> Commit {
         self.live.advance(pending)
+    }
+
+    /// Decides and advances a drop that does not end the match, if there is one (the first
+    /// such column from the left), else any legal drop; the caller stores the commit.
+    pub fn drop_without_ending(&mut self) -> Commit {
+        self.drop_preferring(false)
+    }
+
+    /// Decides and advances a drop that ends the match, if there is one, else any legal drop.
+    pub fn drop_ending(&mut self) -> Commit {
+        self.drop_preferring(true)
+    }
+
+    fn drop_preferring(&mut self, ending: bool) -> Commit {
+        let mut any = None;
+        for column in 0..7 {
+            let (principal, id, revision) = (self.to_move(), self.fresh_command_id(), self.revision());
+            self.now_ms += 10;
+            let envelope = CommandEnvelope {
+                match_id: self.match_id(),
+                command_id: id,
+                precondition: Precondition::Match { revision },
+                action: Action { r#type: "drop".into(), payload: json!({ "column": column }) },
+            };
+            let Decision::Commit(p) =
+                self.engine.command(&self.live, principal, &envelope, None, self.now_ms, &mut self.entropy)
+            else {
+                continue;
+            };
+            match &p.commit.state {
+                Some(state) if state.is_finished() == ending => return self.advance(*p),
+                Some(_) => any = any.or(Some(p)),
+                None => {}
+            }
+        }
+        self.advance(*any.expect("a legal drop"))
     }
 
     /// Decides and advances a drop; the caller stores the commit.

@@ -91,10 +91,10 @@ async fn a_batch_with_a_commit_fenced_by_ownership_commits_the_others() {
             assert!(matches!(result, Err(StoreError::Conflict { match_id, .. }) if match_id == fenced), "{result:?}");
         } else {
             result.unwrap_or_else(|e| panic!("{id} failed with the fenced one: {e}"));
-            assert_eq!(a.load(id).await.unwrap().unwrap().revision, 1);
+            assert_eq!(a.load(id).await.unwrap().unwrap().revision(), 1);
         }
     }
-    assert_eq!(a.load(fenced).await.unwrap().unwrap().revision, 0, "the fenced commit wrote nothing");
+    assert_eq!(a.load(fenced).await.unwrap().unwrap().revision(), 0, "the fenced commit wrote nothing");
     assert_eq!(a.receipt(&fenced_key).await.unwrap(), None);
     assert_eq!(a.owner(fenced).await.unwrap(), Some((Some("node-b".into()), 2)));
 

@@ -15,6 +15,7 @@ mod memory_bound;
 mod opening;
 mod outage;
 mod participants;
+mod snapshots;
 mod suite;
 
 mod memory {

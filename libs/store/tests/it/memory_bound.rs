@@ -39,7 +39,7 @@ async fn only_the_newest_finished_matches_are_kept_and_each_one_whole() {
     // The two newest finished ones and the active one are all there, with their receipts.
     for (id, receipt) in [(2, &receipts[1]), (3, &receipts[2])] {
         let id = Uuid::from_u128(id);
-        assert_eq!(store.load(id).await.unwrap().unwrap().revision, 7);
+        assert_eq!(store.load(id).await.unwrap().unwrap().revision(), 7);
         assert_eq!(store.log(id).await.unwrap().len(), 8);
         assert!(store.receipt(receipt).await.unwrap().is_some());
     }

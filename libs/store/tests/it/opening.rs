@@ -61,11 +61,11 @@ async fn one_process_serves_a_data_directory_and_readers_read_beside_it() {
     let (mut game, create) = Game::create(Uuid::from_u128(8));
     serving.commit(&create).await.unwrap();
     let reader = SqliteStore::open_reader(dir.path()).await.unwrap();
-    assert_eq!(reader.load(game.match_id()).await.unwrap().unwrap().revision, 0);
+    assert_eq!(reader.load(game.match_id()).await.unwrap().unwrap().revision(), 0);
     let commit = game.drop_disc(3);
     assert!(reader.commit(&commit).await.is_err(), "a reader does not commit");
     assert!(reader.claim_deadlines("r", i64::MAX, std::time::Duration::from_secs(1), 10).await.is_err());
-    assert_eq!(serving.load(game.match_id()).await.unwrap().unwrap().revision, 0);
+    assert_eq!(serving.load(game.match_id()).await.unwrap().unwrap().revision(), 0);
 
     // Closing releases the lock; so does dropping the last clone.
     serving.close().await;

@@ -124,7 +124,7 @@ async fn platform_withdraw_and_cancel_through_a_router_reach_the_players() {
         matches!(&log.last().unwrap().op, juegoland_core::LoggedOp::Cancel { reason_code } if reason_code == "platform.abandoned")
     );
     let state = store.load(match_id).await.unwrap().expect("stored");
-    juegoland_core::replay(&juegoland_catalog::registry().unwrap(), &state, &log).expect("replays");
+    juegoland_core::replay(&juegoland_catalog::registry().unwrap(), &state.snapshot, &log).expect("replays");
     drop(gateway);
     cluster.stop().await;
 }

@@ -28,9 +28,11 @@ fn fixture_dir() -> PathBuf {
 /// What a store answers for everything it holds, as JSON: per match its state, log and
 /// receipts (sorted by key), and the undispatched publications in the store's order.
 async fn answers(store: &dyn Store) -> Value {
+    let engine = juegoland_core::Engine::new(std::sync::Arc::new(juegoland_catalog::registry().unwrap()));
     let mut matches = Vec::new();
     for id in store.match_ids().await.unwrap() {
-        let state = store.load(id).await.unwrap().expect("a listed match loads");
+        let stored = store.load(id).await.unwrap().expect("a listed match loads");
+        let state = engine.restore(stored).expect("the match restores").state().clone();
         let log = store.log(id).await.unwrap();
         let mut receipts: Vec<Receipt> = store.receipts(id).await.unwrap();
         receipts.sort_by(|a, b| a.key.cmp(&b.key));
