@@ -258,7 +258,16 @@ impl Engine {
     /// recovered ([`Engine::recover`]).
     pub fn restore(&self, stored: StoredMatch) -> Result<LiveMatch, Fault> {
         let live = self.load(stored.snapshot)?;
-        stored.tail.iter().try_fold(live, |live, entry| self.recover(live, entry))
+        if stored.tail.is_empty() {
+            return Ok(live);
+        }
+        let live = stored.tail.iter().try_fold(live, |live, entry| self.recover(live, entry))?;
+        // Recovery checks no revision's position (its first decision did); the one the tail
+        // ends at is checked as every decided one is, so a rules change that would refuse it
+        // fails here, not at the next move.
+        check_position(&live.game, &live.loaded, &live.state.position.data, &self.limits)
+            .map_err(|f| Fault(format!("restore match {}: {}", live.state.match_id, f.0)))?;
+        Ok(live)
     }
 
     /// The match one stored revision later: `entry`, the log entry of revision
@@ -266,7 +275,9 @@ impl Engine {
     /// randomness trace by the pinned rules (what activation does with the revisions after a
     /// snapshot). The decision must reproduce the entry exactly — operation, events and
     /// trace — or the revision diverged and recovery stops: nothing is ever decided anew
-    /// here. No publications are built (they were stored with the revision).
+    /// here. No publications are built (they were stored with the revision), and the position
+    /// is not checked again (the same rules checked it when they first decided it;
+    /// [`Engine::restore`] checks where the tail ends).
     pub fn recover(&self, mut live: LiveMatch, entry: &LogEntry) -> Result<LiveMatch, Fault> {
         let state = &live.state;
         let diverged =
@@ -474,7 +485,7 @@ impl Engine {
             return reject(RejectionCode::InvalidPayload);
         };
 
-        let publish = draws.live();
+        let fresh = draws.live();
         let (t, trace) = match run_rules("apply", now_ms, draws, |s| game.game.apply(&live.loaded, seat, &action, s)) {
             Ok(r) => r,
             Err(RuleError::Illegal { .. }) => return reject(RejectionCode::IllegalAction),
@@ -492,7 +503,7 @@ impl Engine {
             ConflictPolicy::Actor => Bump::Actor(seat),
             ConflictPolicy::Match => Bump::Barrier,
         };
-        match self.accept_with(live, Accepted { t, trace, op, bump, now_ms, consumed_deadline: None, publish }, |s| {
+        match self.accept_with(live, Accepted { t, trace, op, bump, now_ms, consumed_deadline: None, fresh }, |s| {
             Some(Receipt {
                 key: key.clone(),
                 fingerprint: fingerprint.to_owned(),
@@ -523,7 +534,7 @@ impl Engine {
         draws: Draws<'_>,
     ) -> Result<Pending, LifecycleError> {
         let state = &live.state;
-        let publish = draws.live();
+        let fresh = draws.live();
         if state.is_finished() {
             return Err(LifecycleError::Finished);
         }
@@ -556,7 +567,7 @@ impl Engine {
                 (t, trace, LoggedOp::Lifecycle { event, generation: Some(*generation) }, Some(id.clone()))
             }
         };
-        let accepted = Accepted { t, trace, op, bump: Bump::Barrier, now_ms, consumed_deadline: consumed, publish };
+        let accepted = Accepted { t, trace, op, bump: Bump::Barrier, now_ms, consumed_deadline: consumed, fresh };
         self.accept_with(live, accepted, |_| None).map_err(LifecycleError::Fault)
     }
 
@@ -567,14 +578,14 @@ impl Engine {
         accepted: Accepted<'_>,
         receipt: impl FnOnce(&MatchState) -> Option<Receipt>,
     ) -> Result<Pending, Fault> {
-        let Accepted { t, trace, op, bump, now_ms, consumed_deadline, publish } = accepted;
+        let Accepted { t, trace, op, bump, now_ms, consumed_deadline, fresh } = accepted;
         let game = &live.game;
         let before = &live.state;
         check_transition(game, &before.position.flow, before.position.result.as_ref(), &t, &self.limits)?;
-        guarded("validate_position", || game.game.validate_position(&t.next).map_err(|e| RuleError::fault(e.0)))
-            .map_err(|e| Fault(e.to_string()))?;
         let position = game.game.encode_position(&t.next).map_err(|e| Fault(e.to_string()))?;
-        check_data(game, &position.data, &self.limits)?;
+        if fresh {
+            check_position(game, &t.next, &position.data, &self.limits)?;
+        }
         let events = game.game.encode_events(&t.events).map_err(|e| Fault(e.to_string()))?;
 
         let mut state = MatchState {
@@ -597,8 +608,7 @@ impl Engine {
         }
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
-        let publications =
-            if publish { publications(game, &live.loaded, &state, &t, &self.limits)? } else { Vec::new() };
+        let publications = if fresh { publications(game, &live.loaded, &state, &t, &self.limits)? } else { Vec::new() };
         let receipt = receipt(&state);
         Ok(Pending {
             commit: Commit {
@@ -623,9 +633,11 @@ struct Accepted<'a> {
     now_ms: i64,
     /// The deadline the operation consumed (a firing).
     consumed_deadline: Option<String>,
-    /// Whether to build the publications (not when a stored revision is recovered: they
-    /// were stored with it).
-    publish: bool,
+    /// Whether the operation is decided now: its position is checked (`check_position`) and
+    /// its publications built. A stored revision recovered is neither: the same pinned rules
+    /// checked and published it when they first decided it, and `Engine::restore` checks the
+    /// position its tail ends at.
+    fresh: bool,
 }
 
 /// Runs `on_lifecycle` for a withdrawal or a fired deadline.
@@ -781,6 +793,14 @@ fn check_transition(
         Participation::Automatic if n != 0 => fault(format!("automatic phase with {n} actors")),
         _ => Ok(()),
     }
+}
+
+/// The rules' own invariants of `position` (`validate_position`), then its encoded `data`
+/// against the data schema and the size limit: what every decided revision is checked for.
+fn check_position(game: &LoadedGame, position: &LoadedPosition, data: &RawJson, limits: &Limits) -> Result<(), Fault> {
+    guarded("validate_position", || game.game.validate_position(position).map_err(|e| RuleError::fault(e.0)))
+        .map_err(|e| Fault(e.to_string()))?;
+    check_data(game, data, limits)
 }
 
 fn check_data(game: &LoadedGame, data: &RawJson, limits: &Limits) -> Result<(), Fault> {

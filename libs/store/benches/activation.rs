@@ -29,6 +29,9 @@ use uuid::Uuid;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Every stored match's id, unique across the games and lengths.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 fn engine() -> Engine {
     let mut r = Registry::new();
     r.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).unwrap();
@@ -59,43 +62,49 @@ fn bot_move(engine: &Engine, live: &LiveMatch, now_ms: i64, entropy: &mut SplitM
     })
 }
 
-/// Stores a match of `game` between bots, committed move by move, up to `revisions`; its id,
-/// or `None` when the bots finished the game first (the caller tries another seed).
+/// Stores a match of `game` (id, seats, config) between bots, committed move by move, up to
+/// `revisions`: its id, or the revision the bots finished the game at first.
 async fn store_match(
     engine: &Engine,
     store: &dyn Store,
-    game: &str,
-    seats: usize,
+    (game, seats, config): &(&str, usize, serde_json::Value),
     seed: u64,
     revisions: u64,
-) -> Option<Uuid> {
-    let key = GameKey { id: game.into(), rules_version: "1.0.0".into() };
-    let holders: BTreeMap<_, _> = (0..seats).map(|i| (format!("p{i}"), SeatHolder::Bot("default".into()))).collect();
+) -> Result<Uuid, u64> {
+    let key = GameKey { id: (*game).into(), rules_version: "1.0.0".into() };
+    let holders: BTreeMap<_, _> = (0..*seats).map(|i| (format!("p{i}"), SeatHolder::Bot("default".into()))).collect();
     let mut entropy = SplitMix64(seed);
-    let id = Uuid::from_u128(u128::from(seed) << 32 | u128::from(revisions));
-    let (pending, mut live) = engine.create(id, &key, holders, &json!({}), 1_000, &mut entropy).expect("create");
+    let id = Uuid::from_u128(u128::from(NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let (pending, mut live) = engine.create(id, &key, holders, config, 1_000, &mut entropy).expect("create");
     store.commit(&live.advance(pending)).await.expect("commit the creation");
     let mut now_ms = 1_000;
     while live.state().revision < revisions {
         if live.state().is_finished() {
-            return None;
+            return Err(live.state().revision);
         }
         now_ms += 250;
         match bot_move(engine, &live, now_ms, &mut entropy) {
             Some(Decision::Commit(p)) => store.commit(&live.advance(*p)).await.expect("commit a move"),
-            _ => panic!("the bots of {game} are stuck at revision {}", live.state().revision),
+            _ => panic!("the bots of {} are stuck at revision {}", game, live.state().revision),
         }
     }
-    Some(id)
+    Ok(id)
 }
 
-async fn long_match(engine: &Engine, store: &dyn Store, game: &str, seats: usize, revisions: u64) -> Uuid {
+async fn long_match(
+    engine: &Engine,
+    store: &dyn Store,
+    game: &(&str, usize, serde_json::Value),
+    revisions: u64,
+) -> Uuid {
+    let mut longest = 0;
     for seed in 1..200 {
-        if let Some(id) = store_match(engine, store, game, seats, seed, revisions).await {
-            return id;
+        match store_match(engine, store, game, seed, revisions).await {
+            Ok(id) => return id,
+            Err(ended) => longest = longest.max(ended),
         }
     }
-    panic!("no {game} match of the bots lasted {revisions} revisions");
+    panic!("no {} match of the bots lasted {revisions} revisions (the longest ended at {longest})", game.0);
 }
 
 /// What the host does to activate `id`.
@@ -114,13 +123,18 @@ fn activation(c: &mut Criterion) {
     let sqlite: Arc<dyn Store> = Arc::new(rt.block_on(SqliteStore::open(dir.path())).unwrap());
     let memory: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let mut group = c.benchmark_group("activation");
-    for (game, seats) in [("hundido", 2), ("solitario", 1)] {
-        for revisions in [200, 223] {
+    // Hundido on its largest board with ten one-cell ships, so the bots' battle lasts past
+    // 223 revisions (the classic fleet sinks in under 200).
+    let singles: Vec<_> = (0..10).map(|i| json!({"ship": format!("s{i}"), "size": 1})).collect();
+    let hundido = json!({"rows": 12, "columns": 12, "fleet": singles});
+    // Solitario's bots end their games before 150 revisions: 96 and 127 (tail 0 and 31).
+    for (game, lengths) in [(("hundido", 2, hundido), [200, 223]), (("solitario", 1, json!({})), [96, 127])] {
+        for revisions in lengths {
             for (name, store) in [("sqlite", &sqlite), ("memory", &memory)] {
-                let id = rt.block_on(long_match(&engine, &**store, game, seats, revisions));
+                let id = rt.block_on(long_match(&engine, &**store, &game, revisions));
                 let live = rt.block_on(activate(&engine, &**store, id));
                 assert_eq!(live.state().revision, revisions);
-                group.bench_function(format!("{game}/{revisions}/{name}"), |b| {
+                group.bench_function(format!("{}/{revisions}/{name}", game.0), |b| {
                     b.iter(|| rt.block_on(activate(&engine, &**store, id)))
                 });
             }

@@ -5,7 +5,7 @@
 //!
 //! Nothing here panics on malformed input: unknown ships and off-board cells are errors.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use juegoland_sdk::{EntropySource, below};
 
@@ -109,6 +109,18 @@ pub fn ship_at<'a>(config: &Config, fleet: &'a Fleet, cell: Cell) -> Option<&'a 
         .iter()
         .find(|(ship, p)| cells_of(config, ship, p).is_ok_and(|cells| cells.contains(&cell)))
         .map(|(ship, _)| ship.as_str())
+}
+
+/// Every cell `fleet` covers, with its ship: [`ship_at`] for all cells at once (a placement
+/// off the board covers nothing; where ships overlap, the first in name order wins, as there).
+pub fn occupancy<'a>(config: &Config, fleet: &'a Fleet) -> BTreeMap<Cell, &'a str> {
+    let mut cells = BTreeMap::new();
+    for (ship, p) in fleet {
+        for cell in cells_of(config, ship, p).unwrap_or_default() {
+            cells.entry(cell).or_insert(ship.as_str());
+        }
+    }
+    cells
 }
 
 /// Completes `fixed` into a full fleet: every ship of the config that `fixed` lacks is

@@ -139,10 +139,13 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Why this configuration is not playable, if it is not: the board and fleet
-    /// ([`check_board`](Self::check_board)) and the clocks ([`Clocks::check`]).
+    /// Why a stored position's configuration is corrupt, if it is: the board and fleet's shape
+    /// ([`check_shape`](Self::check_shape)) and the clocks ([`Clocks::check`]). Not the fit
+    /// search of [`check_board`](Self::check_board): setup ran it, no move changes the config,
+    /// and it cost three quarters of a move's decision on a large board (docs/benchmarks.md,
+    /// activation).
     pub fn check(&self) -> Result<(), String> {
-        self.check_board()?;
+        self.check_shape()?;
         self.check_clock().map_err(|e| format!("clock: {e}"))
     }
 
@@ -161,11 +164,9 @@ impl Config {
         self.clock.as_ref().and_then(|c| c.battle.as_ref())
     }
 
-    /// Why the board and fleet are not playable, if they are not: board sides in `6..=12`, 1
-    /// to 10 ships with unique names (ASCII letters, digits, `-`, `_`; at most 32 characters)
-    /// and sizes in `1..=6`, and a fleet that fits on the board under the adjacency policy (a
-    /// complete placement is found within [`crate::fleet::SEARCH_BUDGET`]).
-    pub fn check_board(&self) -> Result<(), String> {
+    /// The board and fleet's shape: everything [`check_board`](Self::check_board) checks
+    /// but the fit search.
+    pub fn check_shape(&self) -> Result<(), String> {
         let sides = MIN_SIDE..=MAX_SIDE;
         if !sides.contains(&self.rows) || !sides.contains(&self.columns) {
             return Err(format!("rows and columns must be between {MIN_SIDE} and {MAX_SIDE}"));
@@ -191,6 +192,15 @@ impl Config {
         if cells > u32::from(self.rows) * u32::from(self.columns) {
             return Err("the fleet has more cells than the board".to_owned());
         }
+        Ok(())
+    }
+
+    /// Why the board and fleet are not playable, if they are not: board sides in `6..=12`, 1
+    /// to 10 ships with unique names (ASCII letters, digits, `-`, `_`; at most 32 characters)
+    /// and sizes in `1..=6`, and a fleet that fits on the board under the adjacency policy (a
+    /// complete placement is found within [`crate::fleet::SEARCH_BUDGET`]).
+    pub fn check_board(&self) -> Result<(), String> {
+        self.check_shape()?;
         let empty = std::collections::BTreeSet::new();
         if crate::fleet::complete(self, &Fleet::new(), &empty, None).is_none() {
             return Err("the fleet does not fit on the board under the adjacency policy".to_owned());

@@ -1,6 +1,8 @@
 //! `validate_position`: the global invariants of a Hundido position. A failure means
 //! corruption (a bug or tampered storage), never a user error.
 
+use std::collections::BTreeSet;
+
 use juegoland_sdk::{MatchResult, Outcome, ParticipantStatus, Pos, TimeoutPolicy};
 
 use crate::model::{Cell, ShotOutcome, Side};
@@ -221,6 +223,11 @@ fn shots(p: &Pos<Hundido>) -> Result<Battle, Corrupt> {
     }
     let mut skips = data.skips.iter().peekable();
     let mut skipped_in_a_row = 0;
+    // Per side, once: the rival fleet's cells, the cells fired at so far and the ships sunk,
+    // so the replay is linear in the shots (it runs on every move).
+    let occupied = Side::BOTH.map(|s| fleet::occupancy(config, &data.players[s.other().index()].fleet));
+    let mut fired: [BTreeSet<Cell>; 2] = Default::default();
+    let mut sunk = [0usize; 2];
     for i in 0..=data.shots.len() {
         while let Some(skip) = skips.next_if(|s| s.shots as usize == i) {
             if battle.winner.is_some() || battle.idle {
@@ -240,7 +247,7 @@ fn shots(p: &Pos<Hundido>) -> Result<Battle, Corrupt> {
         }
         let Some(shot) = data.shots.get(i) else { break };
         skipped_in_a_row = 0;
-        let at = format!("shot {i} ({}, {})", shot.row, shot.column);
+        let at = format_args!("shot {i} ({}, {})", shot.row, shot.column);
         if battle.winner.is_some() {
             return Err(corrupt(format!("{at} was fired after a fleet was destroyed")));
         }
@@ -258,16 +265,16 @@ fn shots(p: &Pos<Hundido>) -> Result<Battle, Corrupt> {
         if !config.contains(cell) {
             return Err(corrupt(format!("{at} is off the board")));
         }
-        let earlier: Vec<Cell> = data.shots[..i].iter().filter(|s| s.seat == shot.seat).map(|s| s.cell()).collect();
-        if earlier.contains(&cell) {
+        let earlier = &mut fired[shot.seat.index()];
+        if !earlier.insert(cell) {
             return Err(corrupt(format!("{at} repeats an earlier shot of {}", shot.seat.seat())));
         }
         let rival = &data.players[shot.seat.other().index()].fleet;
-        let (outcome, ship) = match fleet::ship_at(config, rival, cell) {
+        let (outcome, ship) = match occupied[shot.seat.index()].get(&cell) {
             None => (ShotOutcome::Water, None),
-            Some(ship) => {
+            Some(&ship) => {
                 let cells = fleet::cells_of(config, ship, &rival[ship]).map_err(|e| corrupt(e.reason()))?;
-                if cells.iter().all(|c| *c == cell || earlier.contains(c)) {
+                if cells.iter().all(|c| earlier.contains(c)) {
                     (ShotOutcome::Sunk, Some(ship.to_owned()))
                 } else {
                     (ShotOutcome::Hit, None)
@@ -280,8 +287,9 @@ fn shots(p: &Pos<Hundido>) -> Result<Battle, Corrupt> {
                 shot.outcome, shot.ship
             )));
         }
-        let sunk = data.shots[..=i].iter().filter(|s| s.seat == shot.seat && s.outcome == ShotOutcome::Sunk).count();
-        if sunk == config.fleet.len() {
+        let sunk = &mut sunk[shot.seat.index()];
+        *sunk += usize::from(outcome == ShotOutcome::Sunk);
+        if *sunk == config.fleet.len() {
             battle.winner = Some(shot.seat);
         } else if !(config.keep_turn_on_hit && outcome != ShotOutcome::Water) {
             battle.shooter = battle.shooter.other();
