@@ -10,14 +10,17 @@
 //! traces) and a publication left undispatched by a crash right after its commit.
 //! `write_the_fixture` made it and can make it again, but only with the code of the schema
 //! it captures: run it (`--run-ignored only`) on the commit that `expected.json` names.
+//! `tests/fixtures/pg-0009/` is the same for PostgreSQL at schema version 0009.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use juegoland_core::Receipt;
-use juegoland_store::{OutboxRow, SqliteStore, Store};
+use juegoland_store::{OutboxRow, PgStore, SqliteStore, Store};
+use juegoland_testkit::TestSchema;
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 use crate::client::{Server, command, data_dir, uuid};
 
@@ -76,13 +79,27 @@ async fn play(server: &Server, m: &str, from: u64, columns: &[u64]) -> Value {
     last
 }
 
-#[tokio::test]
-#[ignore = "writes tests/fixtures/store-0008 with the code of the schema it captures; run by hand"]
-async fn write_the_fixture() {
-    let dir = fixture_dir();
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = Server::start_in(&dir, &[]);
+/// Where a fixture's matches are written: the embedded store in a directory, or PostgreSQL
+/// at a URL (with a directory for the dev token secret).
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Sqlite(&'a Path),
+    Postgres(&'a Path, &'a str),
+}
+
+impl Target<'_> {
+    fn start(self, env: &[(&str, &str)]) -> Server {
+        match self {
+            Target::Sqlite(dir) => Server::start_in_with_env(dir, &[], env),
+            Target::Postgres(dir, url) => Server::start_in_with_env(dir, &["--database-url", url], env),
+        }
+    }
+}
+
+/// The fixtures' matches, written through `juegoland dev` into `target`; the in-progress
+/// match's id, its last command and the command whose commit a crash cut off.
+async fn write_matches(target: Target<'_>) -> Value {
+    let server = target.start(&[]);
 
     // Conecta 4 between two people, in progress, with a rejected command.
     let open = create(&server, "conecta4", json!({ "p0": "alice", "p1": "bob" }), json!({})).await;
@@ -116,29 +133,130 @@ async fn write_the_fixture() {
     drop((alice, server));
 
     // A crash right after a commit leaves its publications undispatched.
-    let server = Server::start_in_with_env(&dir, &[], &[("FAILPOINTS", "match-after-commit=return")]);
+    let server = target.start(&[("FAILPOINTS", "match-after-commit=return")]);
     let mut bob = server.connect("bob").await;
     let crashed = command(&open, &uuid(), 3, 4);
     bob.send(&crashed).await;
     assert!(!server.wait_exit().success(), "the injected crash");
-    let key = juegoland_core::ReceiptKey {
-        match_id: open.parse().unwrap(),
-        principal: "bob".into(),
-        command_id: crashed["commandId"].as_str().unwrap().parse().unwrap(),
-    };
+    json!({ "matchId": open, "lastCommand": last, "crashedCommand": crashed })
+}
 
-    let store = SqliteStore::open_existing(&dir).await.unwrap();
+/// What `store` answers, checked to hold the crashed commit and its undispatched
+/// publications, with the commit that wrote it and the in-progress match (`open`).
+async fn expected_answers(store: &dyn Store, open: Value) -> Value {
+    let key = juegoland_core::ReceiptKey {
+        match_id: open["matchId"].as_str().unwrap().parse().unwrap(),
+        principal: "bob".into(),
+        command_id: open["crashedCommand"]["commandId"].as_str().unwrap().parse().unwrap(),
+    };
     assert!(store.receipt(&key).await.unwrap().is_some(), "the crash came after bob's commit, not another");
-    let mut expected = answers(&store).await;
+    let mut expected = answers(store).await;
     assert!(!expected["undispatched"].as_array().unwrap().is_empty(), "the crash left publications behind");
-    store.close().await;
     let commit = Command::new("git").args(["rev-parse", "HEAD"]).output().unwrap().stdout;
     expected["writtenBy"] = json!(String::from_utf8_lossy(&commit).trim());
-    expected["open"] = json!({ "matchId": open, "lastCommand": last, "crashedCommand": crashed });
+    expected["open"] = open;
+    expected
+}
+
+#[tokio::test]
+#[ignore = "writes tests/fixtures/store-0008 with the code of the schema it captures; run by hand"]
+async fn write_the_fixture() {
+    let dir = fixture_dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let open = write_matches(Target::Sqlite(&dir)).await;
+    let store = SqliteStore::open_existing(&dir).await.unwrap();
+    let expected = expected_answers(&store, open).await;
+    store.close().await;
     std::fs::write(dir.join("expected.json"), serde_json::to_string_pretty(&expected).unwrap() + "\n").unwrap();
     for extra in [juegoland_store::LOCK_FILE, "dev-token-secret", "juegoland.sqlite3-wal", "juegoland.sqlite3-shm"] {
         let _ = std::fs::remove_file(dir.join(extra));
     }
+}
+
+/// The PostgreSQL fixture (`tests/fixtures/pg-0009/`): the same matches written by
+/// `juegoland dev --database-url` at schema version 0009 (one row per receipt, log entry
+/// and outbox publication, the state on every move), dumped as SQL with the schema's name
+/// replaced by `__SCHEMA__`, and what that version's store answered.
+fn pg_fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pg-0009")
+}
+
+const SCHEMA_PLACEHOLDER: &str = "__SCHEMA__";
+
+#[tokio::test]
+#[ignore = "writes tests/fixtures/pg-0009 with the code of the schema it captures; run by hand"]
+async fn write_the_postgres_fixture() {
+    let out = pg_fixture_dir();
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let schema = TestSchema::create("fixture", "pg_0009").await;
+    let secrets = data_dir();
+    let open = write_matches(Target::Postgres(&secrets, &schema.url())).await;
+    let store = PgStore::connect_existing(&schema.url()).await.unwrap();
+    let expected = expected_answers(&store, open).await;
+    store.close().await;
+    std::fs::write(out.join("expected.json"), serde_json::to_string_pretty(&expected).unwrap() + "\n").unwrap();
+    let dump = Command::new("pg_dump")
+        .args(["--no-owner", "--no-privileges", "--no-comments", "--inserts", "--schema", schema.name()])
+        .arg(juegoland_testkit::pg_url())
+        .output()
+        .expect("run pg_dump");
+    assert!(dump.status.success(), "pg_dump: {}", String::from_utf8_lossy(&dump.stderr));
+    // Only the schema's objects, under a placeholder name: psql meta-commands and the
+    // schema's creation (the test makes its own) are left out.
+    let sql: String = String::from_utf8(dump.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('\\') && !l.starts_with("CREATE SCHEMA"))
+        .map(|l| l.replace(schema.name(), SCHEMA_PLACEHOLDER) + "\n")
+        .collect();
+    std::fs::write(out.join("dump.sql"), sql).unwrap();
+    schema.drop_schema().await;
+}
+
+#[tokio::test]
+async fn a_postgres_database_of_schema_0009_migrates_and_reads_back_the_same() {
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(pg_fixture_dir().join("expected.json")).unwrap()).unwrap();
+    let schema = TestSchema::create("migration", "pg_0009").await;
+    let dump = std::fs::read_to_string(pg_fixture_dir().join("dump.sql")).unwrap();
+    let mut conn = sqlx::PgConnection::connect_with(&schema.options()).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(dump.replace(SCHEMA_PLACEHOLDER, schema.name())))
+        .execute(&mut conn)
+        .await
+        .expect("load the fixture");
+    conn.close().await.unwrap();
+
+    let store = PgStore::connect(&schema.url()).await.expect("the old database migrates");
+    let mut found = answers(&store).await;
+    for key in ["writtenBy", "open"] {
+        found[key] = expected[key].clone();
+    }
+    assert!(
+        found == expected,
+        "the migrated store answers as the old one did:\n{}",
+        first_difference(&found, &expected)
+    );
+    store.close().await;
+
+    let replay = Command::new(env!("CARGO_BIN_EXE_juegoland"))
+        .args(["replay", "--database-url", &schema.url()])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success(),
+        "replay after the migration: {report} {}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert!(report.contains("0 diverged"), "{report}");
+
+    let secrets = data_dir();
+    let server = Target::Postgres(&secrets, &schema.url()).start(&[]);
+    plays_on(&server, &expected["open"]).await;
+    drop(server);
+    schema.drop_schema().await;
 }
 
 #[tokio::test]
@@ -170,10 +288,13 @@ async fn a_database_of_schema_0008_migrates_and_reads_back_the_same() {
     );
     assert!(report.contains("0 diverged"), "{report}");
 
-    // Play goes on: the crashed command's receipt survived (a retry is its duplicate), and
-    // the next move applies.
     let server = Server::start_in(&dir, &[]);
-    let open = &expected["open"];
+    plays_on(&server, &expected["open"]).await;
+}
+
+/// Play goes on in the migrated store: the crashed command's receipt survived (a retry is
+/// its duplicate), so did the last one before it, and the next move applies.
+async fn plays_on(server: &Server, open: &Value) {
     let m = open["matchId"].as_str().unwrap();
     let mut bob = server.connect("bob").await;
     bob.send(&open["crashedCommand"]).await;
