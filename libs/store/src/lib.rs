@@ -62,7 +62,6 @@ mod dir_lock;
 mod memory;
 mod pg;
 mod pg_batch;
-mod pg_lookup;
 mod rows;
 mod sqlite;
 mod sqlite_batch;

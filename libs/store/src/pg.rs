@@ -1,18 +1,21 @@
 //! The PostgreSQL backend: production storage shared by every node.
 //!
-//! A commit is written inside ONE transaction (READ COMMITTED), shared with the commits of
-//! other matches that arrive meanwhile (group commit, `pg_batch`): the revision
-//! compare-and-set is an `UPDATE … WHERE revision = expected` (or `SELECT … FOR UPDATE` for a
-//! commit without a new state), so a concurrent writer either waits for the row lock and
-//! then finds the revision moved (a conflict) or has already lost. The JSON documents written
-//! per command (state, log entry, receipt outcome) are `text` columns (migration 0007: the
-//! database never reads inside them); deadline payloads are `jsonb`, written and read as
-//! text, so that decoding errors name what did not decode.
+//! The shape is one row per revision (migration 0010, SQLite's 0009 shape): a move appends
+//! one `revisions` row (its log entry, the applied command's receipt key and fingerprint,
+//! every recipient's publication); the match's state is written to `matches` only at
+//! snapshot points, final rejections are `receipts` rows, and the outbox is a per-match
+//! watermark. A commit is written inside ONE statement (READ COMMITTED), shared with the
+//! commits of other matches that arrive meanwhile (group commit, `pg_batch`): the revision
+//! compare-and-set is the `revisions` primary key (revision r + 1 appended after finding r),
+//! so of two writers at the same revision the second waits for the first's key and then
+//! loses. The JSON documents (state, log entry, publications, receipt outcome) are `text`
+//! columns (the database never reads inside them); deadline payloads are `jsonb`, written
+//! and read as text, so that decoding errors name what did not decode.
 //!
-//! Ownership fencing: an owned handle ([`PgStore::owned_by`]) adds `owner = me` to the same
-//! compare-and-set, so a claim ([`Store::claim`], an `UPDATE` of the same row) and a commit
-//! of the previous owner serialize on the row lock: the commit either lands before the claim
-//! or finds the owner changed (a conflict).
+//! Ownership fencing: an owned handle ([`PgStore::owned_by`]) share-locks the match's row
+//! with `owner = me` in the same statement, so a claim ([`Store::claim`], an `UPDATE` of that
+//! row) and a commit of the previous owner serialize on the row: the commit either lands
+//! before the claim or finds the owner changed (a conflict).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +42,6 @@ pub struct PgStore {
     pool: PgPool,
     /// The group committer's queue.
     committer: mpsc::Sender<crate::pg_batch::Job>,
-    /// The grouped receipt lookups' queue.
-    lookups: mpsc::Sender<crate::pg_lookup::Lookup>,
     /// This handle's owner identity; `None` is unowned mode (no owner checks).
     owner: Option<Arc<str>>,
 }
@@ -104,8 +105,7 @@ impl PgStore {
             pool.connect_with(options.options(PLANNER)).await.map_err(|e| store_error(PG, "connect to postgres", e))?;
         MIGRATOR.run(&pool).await.map_err(migrate_error)?;
         let committer = crate::pg_batch::start(pool.clone());
-        let lookups = crate::pg_lookup::start(pool.clone());
-        Ok(Self { pool, committer, lookups, owner: None })
+        Ok(Self { pool, committer, owner: None })
     }
 
     /// This handle in cluster mode: it creates matches as `owner` (the node's incarnation)
@@ -150,26 +150,51 @@ impl Store for PgStore {
     }
 
     async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
-        // Every commit writes the state here (until this store's revisions shape): no tail.
-        let row: Option<(String,)> = sqlx::query_as("SELECT state::text FROM matches WHERE match_id = $1")
+        // The snapshot, then the revisions after it: revisions are only appended and a
+        // snapshot only moves forward, so what is written between the two reads only
+        // lengthens the tail (as on SQLite).
+        let err = |e| store_error(PG, "load match", e);
+        let row: Option<(String, i64)> = sqlx::query_as("SELECT state, revision FROM matches WHERE match_id = $1")
             .bind(match_id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| store_error(PG, "load match", e))?;
-        row.map(|(text,)| rows::decode("match state", match_id, &text).map(StoredMatch::current)).transpose()
+            .map_err(err)?;
+        let Some((state, revision)) = row else { return Ok(None) };
+        let tail: Vec<(String,)> =
+            sqlx::query_as("SELECT entry FROM revisions WHERE match_id = $1 AND revision > $2 ORDER BY revision")
+                .bind(match_id)
+                .bind(revision)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err)?;
+        Ok(Some(StoredMatch {
+            snapshot: rows::decode("match state", match_id, &state)?,
+            tail: tail.iter().map(|(text,)| rows::decode("log entry", match_id, text)).collect::<Result<_, _>>()?,
+        }))
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        // Grouped with the lookups of other matches (see `pg_lookup`).
-        let (reply, answer) = oneshot::channel();
-        let gone = || StoreError::Unavailable("the PostgreSQL receipt lookups stopped".into());
-        self.lookups.send(crate::pg_lookup::Lookup { key: key.clone(), reply }).await.map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        // Audits and tools only: a match's actor reads its receipts once (`receipts`).
+        let found: Option<(String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT fingerprint, outcome, 0::int8 FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3
+             UNION ALL
+             SELECT fingerprint, NULL, revision FROM revisions WHERE match_id = $1 AND principal = $2 AND command_id = $3",
+        )
+        .bind(key.match_id)
+        .bind(&key.principal)
+        .bind(key.command_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "load receipt", e))?;
+        found.map(|row| rows::receipt(key.clone(), row)).transpose()
     }
 
     async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
-        let found: Vec<(String, Uuid, String, String)> = sqlx::query_as(
-            "SELECT principal, command_id, fingerprint, outcome::text FROM receipts WHERE match_id = $1",
+        let found: Vec<(String, Uuid, String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT principal, command_id, fingerprint, outcome, 0::int8 FROM receipts WHERE match_id = $1
+             UNION ALL
+             SELECT principal, command_id, fingerprint, NULL, revision FROM revisions
+             WHERE match_id = $1 AND command_id IS NOT NULL",
         )
         .bind(match_id)
         .fetch_all(&self.pool)
@@ -177,19 +202,15 @@ impl Store for PgStore {
         .map_err(|e| store_error(PG, "load receipts", e))?;
         found
             .into_iter()
-            .map(|(principal, command_id, fingerprint, outcome)| {
-                Ok(Receipt {
-                    key: ReceiptKey { match_id, principal, command_id },
-                    fingerprint,
-                    outcome: rows::decode("receipt outcome", match_id, &outcome)?,
-                })
+            .map(|(principal, command_id, fingerprint, outcome, revision)| {
+                rows::receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
             })
             .collect()
     }
 
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
         let entries: Vec<(String,)> =
-            sqlx::query_as("SELECT entry::text FROM match_log WHERE match_id = $1 ORDER BY revision")
+            sqlx::query_as("SELECT entry FROM revisions WHERE match_id = $1 ORDER BY revision")
                 .bind(match_id)
                 .fetch_all(&self.pool)
                 .await
@@ -206,15 +227,20 @@ impl Store for PgStore {
     }
 
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
-        let found: Vec<rows::OutboxColumns> = sqlx::query_as(
-            "SELECT match_id, revision, recipient, payload, trace_context FROM outbox WHERE NOT dispatched
-             ORDER BY match_id, revision, ordinal LIMIT $1",
+        // From the watermarks (a match that may have some waiting), the revisions past each:
+        // the cost follows the backlog, not the history. Every revision has at least one
+        // publication or none waits for it, so `limit` revisions hold at least `limit`.
+        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(
+            "SELECT r.match_id, r.revision, r.publications FROM outbox_watermarks AS w
+             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+             WHERE r.publications <> '[]'
+             ORDER BY w.match_id, r.revision LIMIT $1",
         )
         .bind(rows::limit(limit))
         .fetch_all(&self.pool)
         .await
-        .map_err(|e| store_error(PG, "list undispatched outbox rows", e))?;
-        found.into_iter().map(rows::outbox_row).collect()
+        .map_err(|e| store_error(PG, "list undispatched publications", e))?;
+        rows::undispatched(found, limit)
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -225,12 +251,21 @@ impl Store for PgStore {
         let revisions = marks.iter().map(|(_, r)| rows::to_i64(*r, "revision")).collect::<Result<Vec<_>, _>>()?;
         let err = |e| store_error(PG, "mark outbox rows dispatched", e);
         // A lost mark is a harmless re-dispatch: no need to wait for the WAL flush (set with
-        // the `BEGIN`, in the same round trip).
+        // the `BEGIN`, in the same round trip). Each watermark only rises; a finished match
+        // dispatched through its last revision drops its watermark instead (nothing of it
+        // waits any more): the two touch disjoint rows, as one statement must.
         let mut tx = self.pool.begin_with("BEGIN; SET LOCAL synchronous_commit TO OFF").await.map_err(err)?;
         sqlx::query(
-            "UPDATE outbox AS o SET dispatched = true
+            "WITH done AS (
+                 DELETE FROM outbox_watermarks AS w
+                 USING UNNEST($1::uuid[], $2::int8[]) AS m(match_id, revision), matches AS x
+                 WHERE w.match_id = m.match_id AND x.match_id = m.match_id AND x.status = 'finished'
+                   AND m.revision >= x.revision
+                 RETURNING w.match_id)
+             UPDATE outbox_watermarks AS w SET dispatched = m.revision
              FROM UNNEST($1::uuid[], $2::int8[]) AS m(match_id, revision)
-             WHERE o.match_id = m.match_id AND o.revision <= m.revision AND NOT o.dispatched",
+             WHERE w.match_id = m.match_id AND w.dispatched < m.revision
+               AND w.match_id NOT IN (SELECT match_id FROM done)",
         )
         .bind(&ids)
         .bind(&revisions)
@@ -242,18 +277,20 @@ impl Store for PgStore {
     }
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
-        // The partial index `outbox_undispatched` holds only the waiting rows, so the cost
-        // follows the backlog, not the table. Ages are on the database clock, like
-        // `created_at`.
-        let (rows, age_ms): (i64, Option<i64>) = sqlx::query_as(
-            "SELECT count(*), (extract(epoch FROM now() - min(created_at)) * 1000)::int8
-             FROM outbox WHERE NOT dispatched",
+        // From the watermarks, like `undispatched`. Ages are on the database clock, like
+        // `written_at`.
+        let (rows, age_ms): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT sum(json_array_length(r.publications::json))::int8,
+                    (extract(epoch FROM now() - min(r.written_at)) * 1000)::int8
+             FROM outbox_watermarks AS w
+             JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
+             WHERE r.publications <> '[]'",
         )
         .fetch_one(&self.pool)
         .await
         .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;
         Ok(OutboxBacklog {
-            rows: rows::to_u64(rows, "outbox backlog")?,
+            rows: rows::to_u64(rows.unwrap_or(0), "outbox backlog")?,
             oldest_age: age_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
         })
     }

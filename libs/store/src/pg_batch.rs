@@ -266,58 +266,72 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 }
 
 /// The statement that writes a batch. Every `WITH` clause reads the arrays of one kind of
-/// row; `passed` is the matches whose fence held, and only their rows are written. `$40` is
+/// row; `passed` is the matches whose fence held, and only their rows are written. `$12` is
 /// the store's owner: `NULL` (unowned) skips the owner fence and creates unowned matches.
-/// Deadlines: `$43`–`$47` are the deadlines every new state holds (`wanted`), `$48`/`$49` the
-/// generation each updated match's commit fired; the pending rows of an updated match that its
-/// new state no longer holds are closed (`fired` when it is the fired generation, else
+///
+/// The fences: a creation inserts its `matches` row (`ON CONFLICT DO NOTHING`: a taken id
+/// loses); any other commit finds its expected revision as the match's newest `revisions`
+/// row (that one and not the next: two primary-key probes) and, for an owned store, its
+/// `matches` row owned by `$12`, share-locked (`owned`) so that a claim (an `UPDATE` of that
+/// row) waits for this transaction, and a claim committed first fails it. The revision row
+/// itself is the compare-and-set: its primary key takes revision r + 1 once, and
+/// `revisions_receipt` a receipt key once; a row that meets either is not written
+/// (`ON CONFLICT DO NOTHING`), and its commit lost. A final rejection is a `receipts` row,
+/// refused where the key is taken in `revisions`. The state is written only at snapshot
+/// points (`$35`–`$39`, `snapshots`).
+///
+/// Deadlines: `$40`–`$44` are the deadlines every new state holds (`wanted`), `$45`/`$46` the
+/// generation each advanced match's commit fired; the pending rows of an advanced match that
+/// its new state no longer holds are closed (`fired` when it is the fired generation, else
 /// `cancelled`) and the wanted ones not pending yet are added: the rule of
 /// `rows::plan_deadlines` (which the SQLite store runs), in SQL so the batch stays one round
-/// trip; the deadline cases of the behaviour suite hold both to it. `$50` aborts the statement
-/// (`guard`) when any commit lost its fence: nothing of the batch is then written. The guard's
-/// row (`'g'`) is selected only so that it is evaluated.
+/// trip; the deadline cases of the behaviour suite hold both to it. `$47` aborts the
+/// statement (`guard`) when any commit lost its fence: nothing of the batch is then written.
+/// The guard's row (`'g'`) is selected only so that it is evaluated.
 const WRITE: &str = "
 WITH
   created AS (
     INSERT INTO matches (match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status,
                          state, owner, owner_epoch)
     SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.rules_digest, u.revision, u.phase_epoch, u.status,
-           u.state, $40::text, CASE WHEN $40::text IS NULL THEN 0 ELSE 1 END
-    FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $41::text[], $5::int8[], $6::int8[], $7::text[],
-                $8::text[])
+           u.state, $12::text, CASE WHEN $12::text IS NULL THEN 0 ELSE 1 END
+    FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[], $8::text[],
+                $9::text[])
          AS u(match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status, state)
     ON CONFLICT (match_id) DO NOTHING
     RETURNING match_id),
-  updated AS (
-    UPDATE matches AS m SET revision = u.revision, phase_epoch = u.phase_epoch, status = u.status,
-           state = u.state, updated_at = now()
-    FROM UNNEST($9::uuid[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::text[])
-         AS u(match_id, expected, revision, phase_epoch, status, state)
-    WHERE m.match_id = u.match_id AND m.revision = u.expected AND ($40::text IS NULL OR m.owner = $40::text)
-    RETURNING m.match_id),
-  checked AS (
+  owned AS (
     SELECT m.match_id FROM matches AS m
-    JOIN UNNEST($15::uuid[], $16::int8[]) AS f(match_id, expected)
-      ON m.match_id = f.match_id AND m.revision = f.expected
-    WHERE $40::text IS NULL OR m.owner = $40::text
-    FOR UPDATE OF m),
-  passed AS (
-    SELECT match_id FROM created UNION ALL SELECT match_id FROM updated UNION ALL SELECT match_id FROM checked),
-  receipts_in AS (
-    INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
-    SELECT u.match_id, u.principal, u.command_id, u.fingerprint, u.outcome, u.revision
-    FROM UNNEST($17::uuid[], $18::text[], $19::uuid[], $20::text[], $21::text[], $22::int8[])
-         AS u(match_id, principal, command_id, fingerprint, outcome, revision)
+    WHERE $12::text IS NOT NULL AND m.match_id = ANY($10::uuid[]) AND m.owner = $12::text
+    FOR SHARE OF m),
+  fenced AS (
+    SELECT f.match_id FROM UNNEST($10::uuid[], $11::int8[]) AS f(match_id, expected)
+    WHERE EXISTS (SELECT 1 FROM revisions AS r WHERE r.match_id = f.match_id AND r.revision = f.expected)
+      AND NOT EXISTS (SELECT 1 FROM revisions AS r WHERE r.match_id = f.match_id AND r.revision = f.expected + 1)
+      AND ($12::text IS NULL OR f.match_id IN (SELECT match_id FROM owned))),
+  passed AS (SELECT match_id FROM created UNION ALL SELECT match_id FROM fenced),
+  logged AS (
+    INSERT INTO revisions (match_id, revision, principal, command_id, fingerprint, instant_ms, entry, publications)
+    SELECT u.* FROM UNNEST($13::uuid[], $14::int8[], $15::text[], $16::uuid[], $17::text[], $18::int8[], $19::text[],
+                           $20::text[])
+         AS u(match_id, revision, principal, command_id, fingerprint, instant_ms, entry, publications)
     WHERE u.match_id IN (SELECT match_id FROM passed)
-    ON CONFLICT DO NOTHING
-    RETURNING match_id, principal, command_id),
-  log_in AS (
-    INSERT INTO match_log (match_id, revision, instant_ms, entry)
-    SELECT u.match_id, u.revision, u.instant_ms, u.entry
-    FROM UNNEST($23::uuid[], $24::int8[], $25::int8[], $26::text[]) AS u(match_id, revision, instant_ms, entry)
-    WHERE u.match_id IN (SELECT match_id FROM passed)
+      AND (u.command_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM receipts AS k
+                          WHERE k.match_id = u.match_id AND k.principal = u.principal AND k.command_id = u.command_id))
     ON CONFLICT DO NOTHING
     RETURNING match_id, revision),
+  rejected AS (
+    INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
+    SELECT u.* FROM UNNEST($21::uuid[], $22::text[], $23::uuid[], $24::text[], $25::text[], $26::int8[])
+         AS u(match_id, principal, command_id, fingerprint, outcome, revision)
+    WHERE u.match_id IN (SELECT match_id FROM passed)
+      AND NOT EXISTS (SELECT 1 FROM revisions AS r
+                      WHERE r.match_id = u.match_id AND r.principal = u.principal AND r.command_id = u.command_id)
+    ON CONFLICT DO NOTHING
+    RETURNING match_id),
+  advanced AS (SELECT match_id FROM logged WHERE revision > 0),
+  watermarked AS (INSERT INTO outbox_watermarks (match_id, dispatched) SELECT match_id, -1 FROM created),
   seated AS (
     INSERT INTO participants (match_id, seat, principal, bot_profile, status)
     SELECT u.* FROM UNNEST($27::uuid[], $28::text[], $29::text[], $30::text[], $31::text[])
@@ -327,19 +341,20 @@ WITH
     UPDATE participants AS p SET status = v.status
     FROM UNNEST($32::uuid[], $33::text[], $34::text[]) AS v(match_id, seat, status)
     WHERE p.match_id = v.match_id AND p.seat = v.seat AND p.status <> v.status
-      AND v.match_id IN (SELECT match_id FROM updated)),
-  published AS (
-    INSERT INTO outbox (match_id, revision, recipient, ordinal, payload, trace_context)
-    SELECT u.* FROM UNNEST($35::uuid[], $36::int8[], $37::text[], $38::int4[], $39::text[], $42::text[])
-         AS u(match_id, revision, recipient, ordinal, payload, trace_context)
-    WHERE u.match_id IN (SELECT match_id FROM passed)),
+      AND v.match_id IN (SELECT match_id FROM advanced)),
+  snapshots AS (
+    UPDATE matches AS m SET revision = u.revision, phase_epoch = u.phase_epoch, status = u.status, state = u.state,
+           updated_at = now()
+    FROM UNNEST($35::uuid[], $36::int8[], $37::int8[], $38::text[], $39::text[])
+         AS u(match_id, revision, phase_epoch, status, state)
+    WHERE m.match_id = u.match_id AND u.match_id IN (SELECT match_id FROM advanced)),
   wanted AS (
-    SELECT * FROM UNNEST($43::uuid[], $44::text[], $45::int8[], $46::int8[], $47::text[])
+    SELECT * FROM UNNEST($40::uuid[], $41::text[], $42::int8[], $43::int8[], $44::text[])
          AS w(match_id, deadline_id, generation, due_ms, payload)),
   closed AS (
     UPDATE deadlines AS d
     SET state = CASE WHEN d.generation = f.generation THEN 'fired' ELSE 'cancelled' END, updated_at = now()
-    FROM updated AS u LEFT JOIN UNNEST($48::uuid[], $49::int8[]) AS f(match_id, generation) ON f.match_id = u.match_id
+    FROM advanced AS u LEFT JOIN UNNEST($45::uuid[], $46::int8[]) AS f(match_id, generation) ON f.match_id = u.match_id
     WHERE d.match_id = u.match_id AND d.state = 'pending'
       AND NOT EXISTS (SELECT 1 FROM wanted AS w
                       WHERE w.match_id = d.match_id AND w.deadline_id = d.deadline_id AND w.generation = d.generation)),
@@ -351,16 +366,15 @@ WITH
                       WHERE d.match_id = w.match_id AND d.deadline_id = w.deadline_id
                         AND d.generation = w.generation AND d.state = 'pending')),
   guard AS (
-    SELECT CASE WHEN $50::bool
-                 AND ((SELECT count(*) FROM passed) <> cardinality($1::uuid[]) + cardinality($9::uuid[])
-                                                       + cardinality($15::uuid[])
-                      OR (SELECT count(*) FROM receipts_in) <> cardinality($17::uuid[])
-                      OR (SELECT count(*) FROM log_in) <> cardinality($23::uuid[]))
+    SELECT CASE WHEN $47::bool
+                 AND ((SELECT count(*) FROM passed) <> cardinality($1::uuid[]) + cardinality($10::uuid[])
+                      OR (SELECT count(*) FROM logged) <> cardinality($13::uuid[])
+                      OR (SELECT count(*) FROM rejected) <> cardinality($21::uuid[]))
            THEN juegoland_fence_lost() ELSE 0 END AS lost)
-SELECT 'p' AS kind, match_id, NULL::text AS name, NULL::uuid AS command_id, NULL::int8 AS number FROM passed
-UNION ALL SELECT 'r', match_id, principal, command_id, NULL FROM receipts_in
-UNION ALL SELECT 'l', match_id, NULL, NULL, revision FROM log_in
-UNION ALL SELECT 'g', NULL, NULL, NULL, lost FROM guard";
+SELECT 'p' AS kind, match_id, NULL::int8 AS number FROM passed
+UNION ALL SELECT 'l', match_id, revision FROM logged
+UNION ALL SELECT 'r', match_id, NULL FROM rejected
+UNION ALL SELECT 'g', NULL, lost FROM guard";
 
 /// The SQLSTATE of `juegoland_fence_lost()` (migration 0007).
 const FENCE_LOST: &str = "JL409";
@@ -369,25 +383,26 @@ const FENCE_LOST: &str = "JL409";
 #[derive(Default)]
 struct Report {
     passed: BTreeSet<Uuid>,
-    receipts: BTreeSet<(Uuid, String, Uuid)>,
-    log: BTreeSet<(Uuid, i64)>,
+    /// The revisions appended.
+    logged: BTreeSet<(Uuid, i64)>,
+    /// The matches whose final rejection was stored.
+    rejected: BTreeSet<Uuid>,
 }
 
 /// The column arrays of a batch, bound to [`WRITE`].
 #[derive(Default)]
 struct Batch<'a> {
     created: Columns,
-    updated: Columns,
-    expected: Vec<i64>,
-    checked: Vec<Uuid>,
-    checked_expected: Vec<i64>,
-    receipts: ReceiptColumns<'a>,
-    log: LogColumns,
+    /// Every other commit's match and the revision it expects to be the newest.
+    fenced: (Vec<Uuid>, Vec<i64>),
+    revisions: RevisionColumns<'a>,
+    rejections: RejectionColumns<'a>,
     seated: SeatColumns<'a>,
     reseated: (Vec<Uuid>, Vec<&'a str>, Vec<&'static str>),
-    outbox: OutboxColumns<'a>,
+    /// The new states that are snapshot points (creations are in `created`).
+    snapshots: Columns,
     deadlines: DeadlineColumns<'a>,
-    /// The generation each updated match's commit fired.
+    /// The generation each advanced match's commit fired.
     fired: (Vec<Uuid>, Vec<i64>),
 }
 
@@ -400,22 +415,29 @@ struct DeadlineColumns<'a> {
     payloads: Vec<String>,
 }
 
+/// One `revisions` row per commit with a log entry: the entry, the applied receipt's key and
+/// fingerprint, the publications.
 #[derive(Default)]
-struct ReceiptColumns<'a> {
+struct RevisionColumns<'a> {
+    ids: Vec<Uuid>,
+    revisions: Vec<i64>,
+    principals: Vec<Option<&'a str>>,
+    command_ids: Vec<Option<Uuid>>,
+    fingerprints: Vec<Option<&'a str>>,
+    instants: Vec<i64>,
+    entries: Vec<String>,
+    publications: Vec<String>,
+}
+
+/// One `receipts` row per final rejection.
+#[derive(Default)]
+struct RejectionColumns<'a> {
     ids: Vec<Uuid>,
     principals: Vec<&'a str>,
     command_ids: Vec<Uuid>,
     fingerprints: Vec<&'a str>,
     outcomes: Vec<String>,
     revisions: Vec<i64>,
-}
-
-#[derive(Default)]
-struct LogColumns {
-    ids: Vec<Uuid>,
-    revisions: Vec<i64>,
-    instants: Vec<i64>,
-    entries: Vec<String>,
 }
 
 #[derive(Default)]
@@ -427,48 +449,55 @@ struct SeatColumns<'a> {
     statuses: Vec<&'static str>,
 }
 
-#[derive(Default)]
-struct OutboxColumns<'a> {
-    ids: Vec<Uuid>,
-    revisions: Vec<i64>,
-    recipients: Vec<&'a str>,
-    ordinals: Vec<i32>,
-    payloads: Vec<&'a str>,
-    trace_contexts: Vec<Option<&'a str>>,
-}
-
 impl<'a> Batch<'a> {
     fn of(commits: &[&'a Commit]) -> Result<Batch<'a>, StoreError> {
         let mut b = Batch::default();
         for c in commits {
             match (c.expected_revision, c.state.as_deref()) {
                 (None, Some(s)) => b.created.push_state(s)?,
-                (Some(expected), Some(s)) => {
-                    b.updated.push_state(s)?;
-                    b.expected.push(rows::to_i64(expected, "expected revision")?);
-                }
-                (Some(expected), None) => {
-                    b.checked.push(c.match_id);
-                    b.checked_expected.push(rows::to_i64(expected, "expected revision")?);
+                (Some(expected), state) => {
+                    b.fenced.0.push(c.match_id);
+                    b.fenced.1.push(rows::to_i64(expected, "expected revision")?);
+                    if let Some(s) = state.filter(|s| s.is_snapshot_point()) {
+                        b.snapshots.push_state(s)?;
+                    }
                 }
                 (None, None) => unreachable!("refused before the transaction"),
             }
-            if let Some(r) = &c.receipt {
-                let revision = match r.outcome {
-                    ReceiptOutcome::Applied { revision } | ReceiptOutcome::Rejected { revision, .. } => revision,
-                };
-                b.receipts.ids.push(r.key.match_id);
-                b.receipts.principals.push(r.key.principal.as_str());
-                b.receipts.command_ids.push(r.key.command_id);
-                b.receipts.fingerprints.push(r.fingerprint.as_str());
-                b.receipts.outcomes.push(rows::encode("receipt outcome", &r.outcome)?);
-                b.receipts.revisions.push(rows::to_i64(revision, "receipt revision")?);
-            }
-            if let Some(log) = &c.log {
-                b.log.ids.push(c.match_id);
-                b.log.revisions.push(rows::to_i64(log.revision, "log revision")?);
-                b.log.instants.push(log.instant_ms);
-                b.log.entries.push(rows::encode("log entry", log)?);
+            let applied = match &c.receipt {
+                Some(r) => match r.outcome {
+                    ReceiptOutcome::Applied { .. } => Some(r),
+                    ReceiptOutcome::Rejected { revision, .. } => {
+                        b.rejections.ids.push(r.key.match_id);
+                        b.rejections.principals.push(r.key.principal.as_str());
+                        b.rejections.command_ids.push(r.key.command_id);
+                        b.rejections.fingerprints.push(r.fingerprint.as_str());
+                        b.rejections.outcomes.push(rows::encode("receipt outcome", &r.outcome)?);
+                        b.rejections.revisions.push(rows::to_i64(revision, "receipt revision")?);
+                        None
+                    }
+                },
+                None => None,
+            };
+            match &c.log {
+                Some(log) => {
+                    let r = &mut b.revisions;
+                    r.ids.push(c.match_id);
+                    r.revisions.push(rows::to_i64(log.revision, "log revision")?);
+                    r.principals.push(applied.map(|a| a.key.principal.as_str()));
+                    r.command_ids.push(applied.map(|a| a.key.command_id));
+                    r.fingerprints.push(applied.map(|a| a.fingerprint.as_str()));
+                    r.instants.push(log.instant_ms);
+                    r.entries.push(rows::encode("log entry", log)?);
+                    r.publications.push(rows::encode_publications(&c.publications)?);
+                }
+                None if applied.is_some() || !c.publications.is_empty() => {
+                    return Err(StoreError::Corrupt(format!(
+                        "a commit of match {} with an applied receipt or publications but no log entry",
+                        c.match_id
+                    )));
+                }
+                None => {}
             }
             if let Some(state) = c.state.as_deref() {
                 for (id, d) in &state.deadlines {
@@ -498,16 +527,6 @@ impl<'a> Batch<'a> {
                     }
                 }
             }
-            for (n, p) in c.publications.iter().enumerate() {
-                b.outbox.ids.push(c.match_id);
-                b.outbox.revisions.push(rows::to_i64(p.revision, "publication revision")?);
-                b.outbox.recipients.push(rows::recipient_column(p));
-                b.outbox
-                    .ordinals
-                    .push(i32::try_from(n).map_err(|_| StoreError::Corrupt("too many publications".into()))?);
-                b.outbox.payloads.push(&p.encoded);
-                b.outbox.trace_contexts.push(p.trace_context.as_deref());
-            }
         }
         Ok(b)
     }
@@ -520,35 +539,35 @@ impl<'a> Batch<'a> {
         owner: Option<&str>,
         abort_if_fenced: bool,
     ) -> Result<Option<Report>, Attempt> {
-        let (c, u, r, l, s, o) = (&self.created, &self.updated, &self.receipts, &self.log, &self.seated, &self.outbox);
+        let (c, r, j, s, n) = (&self.created, &self.revisions, &self.rejections, &self.seated, &self.snapshots);
         let d = &self.deadlines;
         let found = sqlx::query(WRITE)
             .bind(&c.ids)
             .bind(&c.game_ids)
             .bind(&c.rules_versions)
             .bind(&c.game_versions)
+            .bind(&c.rules_digests)
             .bind(&c.revisions)
             .bind(&c.epochs)
             .bind(&c.statuses)
             .bind(&c.states)
-            .bind(&u.ids)
-            .bind(&self.expected)
-            .bind(&u.revisions)
-            .bind(&u.epochs)
-            .bind(&u.statuses)
-            .bind(&u.states)
-            .bind(&self.checked)
-            .bind(&self.checked_expected)
+            .bind(&self.fenced.0)
+            .bind(&self.fenced.1)
+            .bind(owner)
             .bind(&r.ids)
+            .bind(&r.revisions)
             .bind(&r.principals)
             .bind(&r.command_ids)
             .bind(&r.fingerprints)
-            .bind(&r.outcomes)
-            .bind(&r.revisions)
-            .bind(&l.ids)
-            .bind(&l.revisions)
-            .bind(&l.instants)
-            .bind(&l.entries)
+            .bind(&r.instants)
+            .bind(&r.entries)
+            .bind(&r.publications)
+            .bind(&j.ids)
+            .bind(&j.principals)
+            .bind(&j.command_ids)
+            .bind(&j.fingerprints)
+            .bind(&j.outcomes)
+            .bind(&j.revisions)
             .bind(&s.ids)
             .bind(&s.seats)
             .bind(&s.principals)
@@ -557,14 +576,11 @@ impl<'a> Batch<'a> {
             .bind(&self.reseated.0)
             .bind(&self.reseated.1)
             .bind(&self.reseated.2)
-            .bind(&o.ids)
-            .bind(&o.revisions)
-            .bind(&o.recipients)
-            .bind(&o.ordinals)
-            .bind(&o.payloads)
-            .bind(owner)
-            .bind(&c.rules_digests)
-            .bind(&o.trace_contexts)
+            .bind(&n.ids)
+            .bind(&n.revisions)
+            .bind(&n.epochs)
+            .bind(&n.statuses)
+            .bind(&n.states)
             .bind(&d.ids)
             .bind(&d.deadline_ids)
             .bind(&d.generations)
@@ -590,11 +606,11 @@ impl<'a> Batch<'a> {
                 "p" => {
                     report.passed.insert(id);
                 }
-                "r" => {
-                    report.receipts.insert((id, row.try_get(2).map_err(db)?, row.try_get(3).map_err(db)?));
-                }
                 "l" => {
-                    report.log.insert((id, row.try_get(4).map_err(db)?));
+                    report.logged.insert((id, row.try_get(2).map_err(db)?));
+                }
+                "r" => {
+                    report.rejected.insert(id);
                 }
                 _ => {}
             }
@@ -604,20 +620,19 @@ impl<'a> Batch<'a> {
 }
 
 /// The commits (indexes into the batch) that lost their fence: the match failed its
-/// compare-and-set (revision or owner), or its receipt or log entry already existed (the
-/// judgement is stale: another writer stored it).
+/// compare-and-set (revision or owner), or its revision or receipt key was already taken
+/// (the judgement is stale: another writer stored it).
 fn fenced_out(commits: &[&Commit], report: &Report) -> Result<BTreeSet<usize>, StoreError> {
     let mut lost = BTreeSet::new();
     for (i, c) in commits.iter().enumerate() {
-        let receipt_stored = c
-            .receipt
-            .as_ref()
-            .is_none_or(|r| report.receipts.contains(&(r.key.match_id, r.key.principal.clone(), r.key.command_id)));
-        let log_stored = match &c.log {
-            Some(log) => report.log.contains(&(c.match_id, rows::to_i64(log.revision, "log revision")?)),
+        let logged = match &c.log {
+            Some(log) => report.logged.contains(&(c.match_id, rows::to_i64(log.revision, "log revision")?)),
             None => true,
         };
-        if !report.passed.contains(&c.match_id) || !receipt_stored || !log_stored {
+        let rejection_stored =
+            !c.receipt.as_ref().is_some_and(|r| matches!(r.outcome, ReceiptOutcome::Rejected { .. }))
+                || report.rejected.contains(&c.match_id);
+        if !report.passed.contains(&c.match_id) || !logged || !rejection_stored {
             lost.insert(i);
         }
     }

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use juegoland_core::{Commit, Deadline, LoggedOp, MatchState, Publication, SeatHolder};
+use juegoland_core::{
+    Commit, Deadline, LoggedOp, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome, SeatHolder,
+};
 use juegoland_sdk::ParticipantStatus;
 use sqlx::error::DatabaseError;
 use uuid::Uuid;
@@ -106,32 +108,21 @@ pub(crate) fn participants(state: &MatchState) -> Vec<ParticipantRow<'_>> {
         .collect()
 }
 
-/// `outbox.recipient`: the seat, or the empty string for authorized spectators.
-pub(crate) fn recipient_column(p: &Publication) -> &str {
-    p.recipient.as_deref().unwrap_or("")
-}
-
-pub(crate) fn recipient_of(column: String) -> Option<String> {
-    if column.is_empty() { None } else { Some(column) }
-}
-
-/// An outbox row as both SQL backends read it: match id, revision, recipient column, payload
-/// and trace context.
-pub(crate) type OutboxColumns = (Uuid, i64, String, String, Option<String>);
-
-/// The undispatched outbox row in `columns`.
-pub(crate) fn outbox_row(
-    (match_id, revision, recipient, payload, trace_context): OutboxColumns,
-) -> Result<OutboxRow, StoreError> {
-    Ok(OutboxRow {
-        publication: Publication {
-            match_id,
-            revision: to_u64(revision, "outbox revision")?,
-            recipient: recipient_of(recipient),
-            encoded: payload.into(),
-            trace_context: trace_context.map(Into::into),
-        },
-    })
+/// The waiting publications of `found` (match, revision, publications column: the
+/// revisions past their watermarks, in match and revision order), the first `limit`.
+pub(crate) fn undispatched(found: Vec<(Uuid, i64, String)>, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    let mut out = Vec::new();
+    for (match_id, revision, text) in found {
+        let revision = to_u64(revision, "revision")?;
+        out.extend(
+            decode_publications(match_id, revision, &text)?.into_iter().map(|publication| OutboxRow { publication }),
+        );
+        if out.len() >= limit {
+            break;
+        }
+    }
+    out.truncate(limit);
+    Ok(out)
 }
 
 /// A revision's publications as one column (`revisions.publications`): a JSON array, in the
@@ -275,6 +266,20 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(what: &str, match_id: Uuid,
 /// Encodes a value for a JSON column (both backends write JSON as text).
 pub(crate) fn encode<T: serde::Serialize>(what: &str, value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("encode {what}: {e}")))
+}
+
+/// A receipt from its columns: `(fingerprint, outcome, revision)`, where a `receipts` row (a
+/// final rejection) has its outcome and a `revisions` row (an applied command) has none: it
+/// was applied at its revision.
+pub(crate) fn receipt(
+    key: ReceiptKey,
+    (fingerprint, outcome, revision): (String, Option<String>, i64),
+) -> Result<Receipt, StoreError> {
+    let outcome = match outcome {
+        Some(text) => decode("receipt outcome", key.match_id, &text)?,
+        None => ReceiptOutcome::Applied { revision: to_u64(revision, "revision")? },
+    };
+    Ok(Receipt { key, fingerprint, outcome })
 }
 
 #[cfg(test)]

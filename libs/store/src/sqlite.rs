@@ -243,20 +243,7 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| store_error(LITE, "list undispatched publications", e))?;
-        let mut out = Vec::new();
-        for (match_id, revision, text) in found {
-            let revision = rows::to_u64(revision, "revision")?;
-            out.extend(
-                rows::decode_publications(match_id, revision, &text)?
-                    .into_iter()
-                    .map(|publication| OutboxRow { publication }),
-            );
-            if out.len() >= limit {
-                break;
-            }
-        }
-        out.truncate(limit);
-        Ok(out)
+        rows::undispatched(found, limit)
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {

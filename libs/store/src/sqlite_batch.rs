@@ -525,7 +525,7 @@ impl Readers {
                     .optional(),
             }
         })?;
-        found.map(|row| receipt(key.clone(), row)).transpose()
+        found.map(|row| rows::receipt(key.clone(), row)).transpose()
     }
 
     pub(crate) fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
@@ -542,24 +542,10 @@ impl Readers {
         found
             .into_iter()
             .map(|(principal, command_id, fingerprint, outcome, revision)| {
-                receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
+                rows::receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
             })
             .collect()
     }
-}
-
-/// A receipt from its columns: `(fingerprint, outcome, revision)`, where a `receipts` row (a
-/// final rejection) has its outcome and a `revisions` row (an applied command) has none: it
-/// was applied at its revision.
-fn receipt(
-    key: ReceiptKey,
-    (fingerprint, outcome, revision): (String, Option<String>, i64),
-) -> Result<Receipt, StoreError> {
-    let outcome = match outcome {
-        Some(text) => rows::decode("receipt outcome", key.match_id, &text)?,
-        None => ReceiptOutcome::Applied { revision: rows::to_u64(revision, "revision")? },
-    };
-    Ok(Receipt { key, fingerprint, outcome })
 }
 
 /// Whether SQLite's answer is transient: BUSY, LOCKED, IOERR, FULL, CANTOPEN (the same

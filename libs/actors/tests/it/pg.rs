@@ -265,32 +265,31 @@ async fn postgres_restarted_under_a_running_workload() {
         let logged = check_log(&registry, &store, m).await;
         assert_eq!(&logged, sent, "the log holds each command exactly once");
         // One receipt per command id, every one applied, as many as the revisions.
-        let receipts: Vec<(String, Uuid)> =
-            sqlx::query_as("SELECT principal, command_id FROM receipts WHERE match_id = $1")
+        let receipts = store.receipts(m).await.unwrap();
+        let ids: BTreeSet<Uuid> = receipts.iter().map(|r| r.key.command_id).collect();
+        assert_eq!(receipts.len(), ids.len(), "a command id with two receipts");
+        assert_eq!(ids, sent.iter().copied().collect(), "one receipt per command sent");
+        for receipt in receipts {
+            let key = receipt.key;
+            assert_eq!(store.receipt(&key).await.unwrap().map(|r| r.outcome), Some(receipt.outcome.clone()));
+            let at = sent.iter().position(|id| *id == key.command_id).unwrap() as u64;
+            assert_eq!(receipt.outcome, ReceiptOutcome::Applied { revision: at + 1 }, "{key:?}");
+        }
+        // Nothing half-committed: publications only with logged revisions, and every applied
+        // command's publications are there.
+        let published: Vec<(i64,)> =
+            sqlx::query_as("SELECT revision FROM revisions WHERE match_id = $1 AND publications <> '[]'")
                 .bind(m)
                 .fetch_all(&mut sql)
                 .await
                 .unwrap();
-        let ids: BTreeSet<Uuid> = receipts.iter().map(|(_, id)| *id).collect();
-        assert_eq!(receipts.len(), ids.len(), "a command id with two receipts");
-        assert_eq!(ids, sent.iter().copied().collect(), "one receipt per command sent");
-        for (principal, command_id) in receipts {
-            let key = ReceiptKey { match_id: m, principal, command_id };
-            let outcome = store.receipt(&key).await.unwrap().unwrap().outcome;
-            let at = sent.iter().position(|id| *id == command_id).unwrap() as u64;
-            assert_eq!(outcome, ReceiptOutcome::Applied { revision: at + 1 }, "{key:?}");
-        }
-        // Nothing half-committed: outbox rows only for logged revisions, and every applied
-        // command's publications are there.
-        let outbox: Vec<(i64,)> = sqlx::query_as("SELECT DISTINCT revision FROM outbox WHERE match_id = $1")
-            .bind(m)
-            .fetch_all(&mut sql)
-            .await
-            .unwrap();
-        let outbox: BTreeSet<u64> = outbox.into_iter().map(|(r,)| r as u64).collect();
+        let published: BTreeSet<u64> = published.into_iter().map(|(r,)| r as u64).collect();
         let last = COLUMNS.len() as u64;
-        assert!(outbox.iter().all(|r| *r <= last), "outbox rows beyond the log: {outbox:?}");
-        assert!((1..=last).all(|r| outbox.contains(&r)), "a logged revision without its outbox rows: {outbox:?}");
+        assert!(published.iter().all(|r| *r <= last), "publications beyond the log: {published:?}");
+        assert!(
+            (1..=last).all(|r| published.contains(&r)),
+            "a logged revision without its publications: {published:?}"
+        );
         assert_eq!(host.inspect(m).await.unwrap().revision, last);
     }
     let _ = sql.close().await;

@@ -22,13 +22,16 @@ const COMMITTERS: usize = 3;
 /// rather than starting a transaction without the rest.
 const TESTED: usize = 10;
 
-/// How many transactions last wrote the rows of `matches`.
+/// How many transactions wrote the newest revisions of `matches`.
 async fn transactions(conn: &mut PgConnection, matches: &[Uuid]) -> i64 {
-    let (n,): (i64,) = sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM matches WHERE match_id = ANY($1)")
-        .bind(matches)
-        .fetch_one(conn)
-        .await
-        .unwrap();
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT count(DISTINCT xmin::text) FROM revisions AS r WHERE r.match_id = ANY($1)
+           AND r.revision = (SELECT max(revision) FROM revisions WHERE match_id = r.match_id)",
+    )
+    .bind(matches)
+    .fetch_one(conn)
+    .await
+    .unwrap();
     n
 }
 

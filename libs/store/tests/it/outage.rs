@@ -32,26 +32,28 @@ async fn outages_are_unavailable_and_leave_nothing_half_committed() {
     let stored_before = store.load(id).await.unwrap();
     let undispatched_before = store.undispatched(100).await.unwrap();
 
-    // 1. The server crashes in the MIDDLE of a commit: the state update is done and the
-    //    receipt insert waits on a row another transaction holds.
+    // 1. The server crashes in the MIDDLE of a commit: the fences passed and the revision
+    //    insert waits on the same revision, which another transaction is inserting.
     let pending = game.decide_drop(1);
     let receipt = pending.commit.receipt.clone().unwrap();
+    let revision = i64::try_from(pending.commit.log.as_ref().unwrap().revision).unwrap();
     let mut blocker = PgConnection::connect(&pg.url()).await.unwrap();
     sqlx::query("BEGIN").execute(&mut blocker).await.unwrap();
-    sqlx::query("INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision) VALUES ($1, $2, $3, 'x', '{}', 0)")
-        .bind(receipt.key.match_id)
-        .bind(&receipt.key.principal)
-        .bind(receipt.key.command_id)
-        .execute(&mut blocker)
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO revisions (match_id, revision, instant_ms, entry, publications) VALUES ($1, $2, 0, '{}', '[]')",
+    )
+    .bind(id)
+    .bind(revision)
+    .execute(&mut blocker)
+    .await
+    .unwrap();
     let committing = tokio::spawn({
         let (store, commit) = (store.clone(), pending.commit.clone());
         async move { store.commit(&commit).await }
     });
     let waited = Instant::now();
     loop {
-        // The only lock the commit can wait for is the blocker's receipt row.
+        // The only lock the commit can wait for is the blocker's revision row.
         let (waiting,): (i64,) =
             sqlx::query_as("SELECT count(*) FROM pg_locks WHERE NOT granted").fetch_one(&mut blocker).await.unwrap();
         if waiting > 0 {
@@ -65,7 +67,7 @@ async fn outages_are_unavailable_and_leave_nothing_half_committed() {
             .await
             .unwrap();
             panic!(
-                "the commit never reached the receipt insert: {activity:#?}; commit finished: {}",
+                "the commit never reached the revision insert: {activity:#?}; commit finished: {}",
                 committing.is_finished()
             );
         }

@@ -25,6 +25,14 @@ pub type NodeClient = pb::node_client::NodeClient<tonic::transport::Channel>;
 
 /// One match request through a router's `Call`, as the wire carries it (`request` may be a
 /// `tonic::Request` carrying metadata).
+/// What `store` holds of match `id` made live with every compiled-in game: its snapshot with
+/// the revisions after it recovered by the rules (the state an activation starts from).
+pub async fn current_state(store: &dyn Store, id: Uuid) -> Option<juegoland_core::MatchState> {
+    let stored = store.load(id).await.expect("load the match")?;
+    let engine = juegoland_core::Engine::new(Arc::new(juegoland_catalog::registry().expect("the catalog")));
+    Some(engine.restore(stored).expect("the stored match restores").state().clone())
+}
+
 pub async fn router_call(client: &mut RouterClient, request: &MatchRequest) -> Result<MatchReply, MatchError> {
     answer(client.call(juegoland_rpc::request_to_pb(request)).await)
 }

@@ -33,8 +33,8 @@ fn clock(turn_ms: u64, policy: &str) -> String {
 
 /// The pending clock deadline of a match: (match, id, generation) and its due instant.
 async fn clock_of(store: &PgStore, match_id: Uuid) -> (Key, i64) {
-    let state = store.load(match_id).await.expect("load").expect("the match");
-    let d = state.snapshot.deadlines.get(CLOCK_DEADLINE).unwrap_or_else(|| panic!("{match_id} has no pending clock"));
+    let state = crate::harness::current_state(store, match_id).await.expect("the match");
+    let d = state.deadlines.get(CLOCK_DEADLINE).unwrap_or_else(|| panic!("{match_id} has no pending clock"));
     ((match_id, CLOCK_DEADLINE.to_owned(), d.generation), d.due_ms)
 }
 
