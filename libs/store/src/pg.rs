@@ -54,8 +54,19 @@ pub struct PgStore {
 /// prepared statement as the table grows: group-commit batches seq-scanned `matches` every
 /// time (15% of the server's CPU in the benchmark) and receipt lookups read 8.1 M rows in 15 s
 /// of a load test (docs/benchmarks.md). With these off, a table without a usable index is
-/// still scanned.
-const PLANNER: [(&str, &str); 3] = [("enable_seqscan", "off"), ("enable_hashjoin", "off"), ("enable_mergejoin", "off")];
+/// still scanned. JIT is off too: such a scan costs 10^10 in the planner's eyes, far above
+/// `jit_above_cost`, so a statement that scans a small table whole (the outbox backlog
+/// over the watermarks) was compiled on every call: 200 ms of JIT for 2 ms of work. And
+/// every prepared statement runs its generic plan from the first call: a key lookup's plan
+/// does not depend on the keys, and re-planning the group commit's statement for each batch
+/// cost PostgreSQL about a tenth of its CPU per move in the cluster load test.
+const PLANNER: [(&str, &str); 5] = [
+    ("enable_seqscan", "off"),
+    ("enable_hashjoin", "off"),
+    ("enable_mergejoin", "off"),
+    ("jit", "off"),
+    ("plan_cache_mode", "force_generic_plan"),
+];
 
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`) with [`PgStore::pool_options`] and
@@ -251,13 +262,11 @@ impl Store for PgStore {
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit`.
-        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(
-            UNDISPATCHED,
-        )
-        .bind(rows::limit(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| store_error(PG, "list undispatched publications", e))?;
+        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(UNDISPATCHED)
+            .bind(rows::limit(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "list undispatched publications", e))?;
         rows::undispatched(found, limit)
     }
 
@@ -296,12 +305,10 @@ impl Store for PgStore {
 
     async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
         // Ages are on the database clock, like `written_at`.
-        let (rows, age_ms): (Option<i64>, Option<i64>) = sqlx::query_as(
-            BACKLOG,
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;
+        let (rows, age_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;
         Ok(OutboxBacklog {
             rows: rows::to_u64(rows.unwrap_or(0), "outbox backlog")?,
             oldest_age: age_ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
@@ -480,6 +487,9 @@ mod tests {
                 "a scan of revisions not by match: {plan}"
             );
         }
+        // A whole scan of a small table plans at 10^10: with JIT on, it would be compiled.
+        let (jit,): (String,) = sqlx::query_as("SHOW jit").fetch_one(&store.pool).await.unwrap();
+        assert_eq!(jit, "off");
         store.close().await;
         schema.drop_schema().await;
     }
