@@ -5,9 +5,10 @@
 //! match), every task decides its next move with the real engine and commits it through
 //! `PgStore`; the run reports commits per second, p50/p99 commit latency (HDR histogram),
 //! PostgreSQL CPU per command (from /proc of the server's processes) and bytes stored per
-//! command. Then `pgbench` runs a script writing the same rows per transaction (UPDATE of the
-//! match state, receipt, log entry, deadlines read, two outbox rows), each client on its own
-//! match, into tables with our column types and `matches`' fillfactor.
+//! command. Then `pgbench` runs a script writing the same rows per transaction in the same
+//! shape (migration 0010: the owner's row share-locked, the revision fence, one revision row
+//! with the receipt key and both publications, the deadlines read), each client on its own
+//! match, into tables with our column types and keys. Both stores are owned (a node's).
 //!
 //! Run: `cargo bench -p juegoland-store --bench pg_commit` against the server at
 //! `JUEGOLAND_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
@@ -210,18 +211,18 @@ async fn run_level(
 /// another's row lock (until 2026-12-01 clients picked a random match among as many as there
 /// were clients, and most of pgbench's time went to row-lock waits).
 fn pgbench(url: &str, schema: &str, clients: usize) -> (f64, f64) {
-    let state = "x".repeat(1_800);
-    let script = format!(
-        "\\set m :client_id + 1\n\
+    // The revision fence as `PgStore` checks it (the newest revision, then the next one
+    // appended under the primary key), the owner's row share-locked, the revision row with
+    // its receipt key, entry and both publications, the deadline read; the state only at
+    // snapshot points (every 32nd command, left out).
+    let script = "\\set m :client_id + 1\n\
          BEGIN;\n\
-         UPDATE bench_matches SET revision = revision + 1, state = '{{\"s\":\"{state}\",\"r\":' || revision || '}}', updated_at = now() WHERE id = :m RETURNING revision \\gset\n\
-         INSERT INTO bench_receipts VALUES (:m, 'alice', gen_random_uuid(), repeat('f', 64), '{{\"status\":\"applied\"}}', :revision);\n\
-         INSERT INTO bench_log VALUES (:m, :revision, 0, '{{\"op\":\"' || repeat('o', 300) || '\"}}');\n\
+         SELECT 1 FROM bench_matches WHERE id = :m AND owner = 'bench' FOR SHARE;\n\
+         SELECT coalesce(max(revision), 0) + 1 AS revision FROM bench_revisions WHERE match_id = :m \\gset\n\
+         INSERT INTO bench_revisions VALUES (:m, :revision, 'alice', gen_random_uuid(), repeat('f', 64), 0, now(), \
+             '{\"op\":\"' || repeat('o', 300) || '\"}', '[\"' || repeat('p', 2400) || '\"]');\n\
          SELECT 1 FROM bench_deadlines WHERE id = :m;\n\
-         INSERT INTO bench_outbox VALUES (:m, :revision, 'p0', repeat('p', 1200));\n\
-         INSERT INTO bench_outbox VALUES (:m, :revision, 'p1', repeat('p', 1200));\n\
-         END;\n"
-    );
+         END;\n";
     let path = std::env::temp_dir().join(format!("juegoland-pgbench-{}.sql", std::process::id()));
     std::fs::write(&path, script).expect("write the pgbench script");
     let options = format!("-c search_path={schema}");
@@ -255,7 +256,8 @@ async fn main() {
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&mut admin).await.expect("schema");
     let options = url.parse::<PgConnectOptions>().expect("url").options([("search_path", schema.as_str())]);
     let pool = PgPoolOptions::new().max_connections(64).acquire_timeout(Duration::from_secs(30));
-    let store = Arc::new(PgStore::connect_with(pool, options).await.expect("connect"));
+    // Owned, as a cluster node's store: every commit share-locks its match's owner row.
+    let store = Arc::new(PgStore::connect_with(pool, options).await.expect("connect").owned_by("bench"));
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register");
     let engine = Engine::new(Arc::new(registry));
@@ -273,12 +275,11 @@ async fn main() {
     store.close().await;
 
     for ddl in [
-        "CREATE TABLE bench_matches (id int PRIMARY KEY, revision bigint NOT NULL, state text NOT NULL, updated_at timestamptz) WITH (fillfactor = 70)",
-        "CREATE TABLE bench_receipts (match_id int, principal text, command_id uuid, fingerprint text, outcome text, revision bigint, PRIMARY KEY (match_id, principal, command_id))",
-        "CREATE TABLE bench_log (match_id int, revision bigint, instant_ms bigint, entry text, PRIMARY KEY (match_id, revision))",
+        "CREATE TABLE bench_matches (id int PRIMARY KEY, revision bigint NOT NULL, state text NOT NULL, owner text, updated_at timestamptz) WITH (fillfactor = 70)",
+        "CREATE TABLE bench_revisions (match_id int, revision bigint, principal text, command_id uuid, fingerprint text, instant_ms bigint, written_at timestamptz, entry text, publications text, PRIMARY KEY (match_id, revision))",
+        "CREATE UNIQUE INDEX bench_revisions_receipt ON bench_revisions (match_id, principal, command_id) WHERE command_id IS NOT NULL",
         "CREATE TABLE bench_deadlines (id int, deadline_id text, PRIMARY KEY (id, deadline_id))",
-        "CREATE TABLE bench_outbox (match_id int, revision bigint, recipient text, payload text, PRIMARY KEY (match_id, revision, recipient))",
-        "INSERT INTO bench_matches SELECT g, 0, '{}', now() FROM generate_series(1, 256) g",
+        "INSERT INTO bench_matches SELECT g, 0, '{}', 'bench', now() FROM generate_series(1, 256) g",
     ] {
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("SET search_path = {schema}; {ddl}")))
             .execute(&mut admin)
