@@ -3,8 +3,7 @@
 //! precondition and a receipt.
 
 use juegoland_core::SeatHolder;
-use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
-use juegoland_sdk::ConflictPolicy;
+use juegoland_protocol::{Action, CommandEnvelope, ServerMessage};
 use ractor::ActorRef;
 use serde_json::Value;
 use tracing::{Instrument, warn};
@@ -54,17 +53,9 @@ impl MatchActor {
         action_type: String,
         payload: Value,
     ) {
-        let s = state.live().state();
-        let policy = state.live().game().descriptor().action(&action_type).map(|a| a.policy);
-        let precondition = match policy {
-            Some(ConflictPolicy::Actor) => Precondition::Actor {
-                phase_epoch: s.phase_epoch,
-                actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
-            },
-            _ => Precondition::Match { revision: s.revision },
-        };
+        let precondition = state.live().precondition(seat, &action_type);
         let envelope = CommandEnvelope {
-            match_id: s.match_id,
+            match_id: state.live().state().match_id,
             command_id: random_uuid(),
             precondition,
             action: Action { r#type: action_type, payload },

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use juegoland_core::{Decision, Engine, LiveMatch, Receipt, ReceiptKey, Registry, SeatHolder};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage, WireOffer};
-use juegoland_sdk::{ConflictPolicy, EntropySource, Recipient, SplitMix64, below, seat_ids};
+use juegoland_sdk::{EntropySource, Recipient, SplitMix64, below, seat_ids};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -104,14 +104,7 @@ impl Playout {
         if let Some(o) = self.offers(seat).iter().find(|o| o.action_type() == action_type) {
             return o.precondition();
         }
-        let s = self.live.state();
-        match self.live.game().descriptor().action(action_type).map(|a| a.policy) {
-            Some(ConflictPolicy::Actor) => Precondition::Actor {
-                phase_epoch: s.phase_epoch,
-                actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
-            },
-            _ => Precondition::Match { revision: s.revision },
-        }
+        self.live.precondition(seat, action_type)
     }
 
     pub fn envelope(&mut self, precondition: Precondition, action_type: String, payload: Value) -> CommandEnvelope {

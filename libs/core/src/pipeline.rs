@@ -158,6 +158,20 @@ impl LiveMatch {
         &self.state
     }
 
+    /// The precondition for `seat` to send `action_type` now: the seat's counters for an
+    /// action of the `actor` policy, the match revision otherwise (what a bot or an honest
+    /// client without an offer sends).
+    pub fn precondition(&self, seat: &str, action_type: &str) -> Precondition {
+        let s = &self.state;
+        match self.game.descriptor().action(action_type).map(|a| a.policy) {
+            Some(ConflictPolicy::Actor) => Precondition::Actor {
+                phase_epoch: s.phase_epoch,
+                actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
+            },
+            _ => Precondition::Match { revision: s.revision },
+        }
+    }
+
     pub fn game(&self) -> &Arc<LoadedGame> {
         &self.game
     }

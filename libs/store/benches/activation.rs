@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use juegoland_core::{Decision, Engine, GameKey, LiveMatch, Registry, SeatHolder};
-use juegoland_protocol::{Action, CommandEnvelope, Precondition};
-use juegoland_sdk::{ConflictPolicy, SplitMix64};
+use juegoland_protocol::{Action, CommandEnvelope};
+use juegoland_sdk::SplitMix64;
 use juegoland_store::{MemoryStore, SqliteStore, Store};
 use juegoland_testkit::TempDir;
 use serde_json::json;
@@ -45,13 +45,7 @@ fn bot_move(engine: &Engine, live: &LiveMatch, now_ms: i64, entropy: &mut SplitM
     let game = live.game();
     s.position.flow.actors.keys().find_map(|seat| {
         let (action_type, payload) = game.game.bot_action(live.loaded(), seat, "default", entropy)?;
-        let precondition = match game.descriptor().action(&action_type).map(|a| a.policy) {
-            Some(ConflictPolicy::Actor) => Precondition::Actor {
-                phase_epoch: s.phase_epoch,
-                actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
-            },
-            _ => Precondition::Match { revision: s.revision },
-        };
+        let precondition = live.precondition(seat, &action_type);
         let envelope = CommandEnvelope {
             match_id: s.match_id,
             command_id: Uuid::from_u128(1_000 + u128::from(s.revision)),
