@@ -229,28 +229,9 @@ async fn a_postgres_database_of_schema_0009_migrates_and_reads_back_the_same() {
     conn.close().await.unwrap();
 
     let store = PgStore::connect(&schema.url()).await.expect("the old database migrates");
-    let mut found = answers(&store).await;
-    for key in ["writtenBy", "open"] {
-        found[key] = expected[key].clone();
-    }
-    assert!(
-        found == expected,
-        "the migrated store answers as the old one did:\n{}",
-        first_difference(&found, &expected)
-    );
+    reads_back(&store, &expected).await;
     store.close().await;
-
-    let replay = Command::new(env!("CARGO_BIN_EXE_juegoland"))
-        .args(["replay", "--database-url", &schema.url()])
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&replay.stdout);
-    assert!(
-        replay.status.success(),
-        "replay after the migration: {report} {}",
-        String::from_utf8_lossy(&replay.stderr)
-    );
-    assert!(report.contains("0 diverged"), "{report}");
+    replays(&["replay", "--database-url", &schema.url()]);
 
     let secrets = data_dir();
     let server = Target::Postgres(&secrets, &schema.url()).start(&[]);
@@ -267,19 +248,31 @@ async fn a_database_of_schema_0008_migrates_and_reads_back_the_same() {
     std::fs::copy(fixture_dir().join("juegoland.sqlite3"), dir.join("juegoland.sqlite3")).unwrap();
 
     let store = SqliteStore::open(&*dir).await.expect("the old database migrates");
-    let mut found = answers(&store).await;
+    reads_back(&store, &expected).await;
+    store.close().await;
+    replays(&["replay", "--data-dir", dir.to_str().expect("a UTF-8 data directory")]);
+
+    let server = Server::start_in(&dir, &[]);
+    plays_on(&server, &expected["open"]).await;
+}
+
+/// The migrated `store` answers what the old version answered (`expected`, but for the
+/// fixture's own keys).
+async fn reads_back(store: &dyn Store, expected: &Value) {
+    let mut found = answers(store).await;
     for key in ["writtenBy", "open"] {
         found[key] = expected[key].clone();
     }
     assert!(
-        found == expected,
+        &found == expected,
         "the migrated store answers as the old one did:\n{}",
-        first_difference(&found, &expected)
+        first_difference(&found, expected)
     );
-    store.close().await;
+}
 
-    let replay =
-        Command::new(env!("CARGO_BIN_EXE_juegoland")).args(["replay", "--data-dir"]).arg(&*dir).output().unwrap();
+/// `juegoland <replay_args>` replays every migrated match: 0 diverged.
+fn replays(replay_args: &[&str]) {
+    let replay = Command::new(env!("CARGO_BIN_EXE_juegoland")).args(replay_args).output().unwrap();
     let report = String::from_utf8_lossy(&replay.stdout);
     assert!(
         replay.status.success(),
@@ -287,9 +280,6 @@ async fn a_database_of_schema_0008_migrates_and_reads_back_the_same() {
         String::from_utf8_lossy(&replay.stderr)
     );
     assert!(report.contains("0 diverged"), "{report}");
-
-    let server = Server::start_in(&dir, &[]);
-    plays_on(&server, &expected["open"]).await;
 }
 
 /// Play goes on in the migrated store: the crashed command's receipt survived (a retry is
