@@ -57,6 +57,8 @@ use std::time::Duration;
 use juegoland_core::{Commit, LogEntry, Publication, Receipt, ReceiptKey, StoredMatch};
 use uuid::Uuid;
 
+#[macro_use]
+mod crash;
 pub mod audit;
 mod dir_lock;
 mod memory;

@@ -299,6 +299,7 @@ impl Store for PgStore {
         .execute(&mut *tx)
         .await
         .map_err(err)?;
+        crash_point!("store-marks-before-commit");
         tx.commit().await.map_err(err)?;
         Ok(())
     }

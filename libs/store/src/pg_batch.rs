@@ -160,6 +160,7 @@ async fn run(pool: &PgPool, mut jobs: Vec<Job>) {
         batch.record("outcome", outcome(&result));
         match result {
             Ok(()) => {
+                crash_point!("store-batch-committed");
                 for job in now {
                     let _ = job.reply.send(Ok(()));
                 }
@@ -245,6 +246,7 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
         return Err(Attempt::Fenced(unfenced));
     }
     let batch = Batch::of(&commits)?;
+    crash_point!("store-batch-taken");
     let mut conn = pool.acquire().await.map_err(db)?;
     if batch.write(&mut conn, owner, true).await?.is_some() {
         return Ok(());

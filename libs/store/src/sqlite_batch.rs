@@ -136,6 +136,7 @@ fn run(conn: Connection, owner: Option<&str>, rx: &mpsc::Receiver<Job>) {
 /// (a receipt or log entry already stored: a stale judgement) rolls the transaction back; it
 /// is answered alone and the rest are written again in a new transaction.
 fn batch(conn: &Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(), StoreError>> {
+    crash_point!("store-batch-taken");
     let mut results: Vec<Option<Result<(), StoreError>>> = jobs.iter().map(|_| None).collect();
     'attempt: loop {
         let unanswered = |results: &mut [Option<Result<(), StoreError>>], e: &StoreError| {
@@ -157,7 +158,10 @@ fn batch(conn: &Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(),
                 Job::Marks { marks, .. } => mark(conn, marks).map_err(|e| (e, true)),
             };
             match outcome {
-                Ok(()) => written.push(i),
+                Ok(()) => {
+                    written.push(i);
+                    crash_point!("store-batch-commit-written");
+                }
                 Err((e, _)) if conn.is_autocommit() => {
                     // SQLite rolled the whole transaction back (an I/O error, a full disk):
                     // nothing of it is stored.
@@ -181,8 +185,12 @@ fn batch(conn: &Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(),
                 }
             }
         }
+        crash_point!("store-batch-before-commit");
         match run_statement(conn, "COMMIT") {
-            Ok(()) => written.into_iter().for_each(|i| results[i] = Some(Ok(()))),
+            Ok(()) => {
+                crash_point!("store-batch-committed");
+                written.into_iter().for_each(|i| results[i] = Some(Ok(())));
+            }
             Err(e) => {
                 let _ = run_statement(conn, "ROLLBACK");
                 unanswered(&mut results, &lite_error("commit", e));

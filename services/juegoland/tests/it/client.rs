@@ -164,6 +164,11 @@ impl Client {
         self.send_text(&v.to_string()).await;
     }
 
+    /// Sends `v`; false when the connection is gone (a crash test's server died).
+    pub async fn try_send(&mut self, v: &Value) -> bool {
+        self.ws.send(Message::Text(v.to_string().into())).await.is_ok()
+    }
+
     pub async fn send_text(&mut self, text: &str) {
         self.ws.send(Message::Text(text.into())).await.expect("send");
     }

@@ -45,21 +45,21 @@ async fn a_killed_process_keeps_matches_and_receipts() {
 }
 
 /// Where a crash test's server keeps its matches.
-enum Backend {
+pub(crate) enum Backend {
     /// The data directory's SQLite file.
     Embedded,
     Postgres(Box<juegoland_testkit::TestSchema>),
 }
 
 impl Backend {
-    fn args(&self) -> Vec<String> {
+    pub(crate) fn args(&self) -> Vec<String> {
         match self {
             Backend::Embedded => vec![],
             Backend::Postgres(schema) => vec!["--database-url".into(), schema.url()],
         }
     }
 
-    async fn store(&self, dir: &std::path::Path) -> Box<dyn Store> {
+    pub(crate) async fn store(&self, dir: &std::path::Path) -> Box<dyn Store> {
         match self {
             Backend::Embedded => Box::new(SqliteStore::open(dir).await.expect("open the embedded store")),
             Backend::Postgres(schema) => Box::new(

@@ -3,6 +3,7 @@
 mod client;
 mod cluster;
 mod conecta4;
+mod crash_points;
 mod data_dir;
 mod durability;
 mod gateway;
