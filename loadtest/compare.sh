@@ -3,7 +3,7 @@
 # docs/benchmarks.md (between the `loadtest:comparison` markers) with the date and versions.
 #
 #   loadtest/compare.sh [--matches N] [--seconds S] [--ramp-seconds R]
-#                       [--only aio,aio-memory,cluster,boardgameio,colyseus]
+#                       [--only aio,aio-memory,cluster,boardgameio,colyseus] [--bin DIR]
 #
 # The same workload everywhere: N concurrent Conecta 4 matches, two connections per match
 # (one per player), a random legal move as soon as a player may move, a finished match
@@ -15,24 +15,29 @@
 #               Redis (127.0.0.1:5432 database test, 127.0.0.1:6379), every move durable
 #   boardgameio, colyseus   loadtest/peers/ (in memory), driven by loadtest/peers/driver.mjs
 # Server CPU counts every server-side process: ours + PostgreSQL + Redis for the cluster.
+# --bin DIR runs the `juegoland` and `juegoland-loadtest` binaries in DIR (e.g. a copy of
+# target/release from before a change) and builds nothing, for A/B runs of two builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-matches=200 seconds=30 ramp=10 only=aio,aio-memory,cluster,boardgameio,colyseus
+matches=200 seconds=30 ramp=10 only=aio,aio-memory,cluster,boardgameio,colyseus bin=
 while [ $# -gt 0 ]; do
   case "$1" in
     --matches) matches=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --ramp-seconds) ramp=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) sed -n '2,18p' "$0" >&2; exit 64 ;;
+    --bin) bin=$2; shift 2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 64 ;;
   esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 
-echo "==> building (release)"
-cargo build --release --locked -p juegoland -p juegoland-loadtest
-bin=target/release
+if [ -z "$bin" ]; then
+  echo "==> building (release)"
+  cargo build --release --locked -p juegoland -p juegoland-loadtest
+  bin=target/release
+fi
 out=target/loadtest/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 secret=compare-$$

@@ -191,6 +191,9 @@ pub struct Summary {
     pub server_cpu_seconds: f64,
     pub moves_per_server_cpu_second: f64,
     pub server_peak_rss_bytes: u64,
+    /// Bytes every server process wrote to storage during the window, per move.
+    #[serde(default)]
+    pub server_written_bytes_per_move: f64,
     pub latency_ms: BTreeMap<String, Percentiles>,
     pub errors: BTreeMap<String, u64>,
     #[serde(default)]
@@ -466,6 +469,11 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
             0.0
         },
         server_peak_rss_bytes: processes.values().map(|g| g.peak_memory_bytes).sum(),
+        server_written_bytes_per_move: if moves > 0 {
+            (processes.values().map(|g| g.written_bytes).sum::<u64>() as f64 / moves as f64).round()
+        } else {
+            0.0
+        },
         latency_ms,
         errors: stats.errors(),
         matches_created: stats.matches_created.load(Ordering::Relaxed),

@@ -72,10 +72,13 @@ pub fn read_pids_file(path: &std::path::Path) -> anyhow::Result<BTreeMap<String,
     serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))
 }
 
-/// One sample of one process: CPU seconds so far and memory now.
+/// One sample of one process: CPU seconds and bytes written to storage so far, and memory now.
 #[derive(Clone, Copy, Debug, Default)]
 struct Sample {
     cpu_seconds: f64,
+    /// `/proc/PID/io`'s `write_bytes`: what the process caused to be written to storage
+    /// (the WAL, the checkpoint), 0 when unreadable.
+    written_bytes: u64,
     /// Read only when asked (see [`MEMORY_EVERY`]).
     pss_bytes: Option<u64>,
 }
@@ -90,7 +93,8 @@ fn sample(pid: i32, ticks: f64, memory: bool) -> Option<Sample> {
     let stat = process.stat().ok()?;
     let cpu = stat.utime as f64 + stat.stime as f64 + stat.cutime.max(0) as f64 + stat.cstime.max(0) as f64;
     let pss_bytes = memory.then(|| pss(&process).unwrap_or(stat.rss * procfs::page_size()));
-    Some(Sample { cpu_seconds: cpu / ticks, pss_bytes })
+    let written_bytes = process.io().map(|io| io.write_bytes).unwrap_or(0);
+    Some(Sample { cpu_seconds: cpu / ticks, written_bytes, pss_bytes })
 }
 
 fn pss(process: &procfs::process::Process) -> Option<u64> {
@@ -103,6 +107,9 @@ fn pss(process: &procfs::process::Process) -> Option<u64> {
 #[serde(rename_all = "camelCase")]
 pub struct GroupFigures {
     pub cpu_seconds: f64,
+    /// Bytes the group's processes wrote to storage during the window (`/proc/PID/io`).
+    #[serde(default)]
+    pub written_bytes: u64,
     /// Processes seen in the group during the window (a restarted node counts twice).
     pub processes: usize,
     pub start_memory_bytes: u64,
@@ -119,8 +126,8 @@ pub struct GroupFigures {
 /// keep their connections, so that stays small.
 struct Group {
     watch: Watch,
-    base: BTreeMap<i32, f64>,
-    last: BTreeMap<i32, f64>,
+    base: BTreeMap<i32, (f64, u64)>,
+    last: BTreeMap<i32, (f64, u64)>,
     figures: GroupFigures,
 }
 
@@ -130,9 +137,9 @@ impl Group {
         for pid in self.watch.pids() {
             let Some(s) = sample(pid, ticks, with_memory) else { continue };
             if first {
-                self.base.insert(pid, s.cpu_seconds);
+                self.base.insert(pid, (s.cpu_seconds, s.written_bytes));
             }
-            self.last.insert(pid, s.cpu_seconds);
+            self.last.insert(pid, (s.cpu_seconds, s.written_bytes));
             memory += s.pss_bytes.unwrap_or(0);
         }
         let f = &mut self.figures;
@@ -146,8 +153,10 @@ impl Group {
             f.end_memory_bytes = memory;
         }
         f.processes = self.last.len();
-        let cpu: f64 = self.last.iter().map(|(pid, cpu)| cpu - self.base.get(pid).copied().unwrap_or(0.0)).sum();
+        let since = |pid: &i32| self.base.get(pid).copied().unwrap_or((0.0, 0));
+        let cpu: f64 = self.last.iter().map(|(pid, (cpu, _))| cpu - since(pid).0).sum();
         f.cpu_seconds = (cpu * 1000.0).round() / 1000.0;
+        f.written_bytes = self.last.iter().map(|(pid, (_, written))| written.saturating_sub(since(pid).1)).sum();
     }
 }
 

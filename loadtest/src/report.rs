@@ -58,19 +58,24 @@ fn fmt_int(n: f64) -> String {
 
 pub fn table(summaries: &[Summary]) -> String {
     let mut out = String::from(
-        "| server | version | scenario | matches | moves/s | server CPU s | moves per server CPU-s | move→view p50 / p99 ms | server memory peak MiB | errors | audit |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| server | version | scenario | matches | moves/s | server CPU s | moves per server CPU-s | move→view p50 / p99 ms | server memory peak MiB | KB written per move | errors | audit |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for s in summaries {
         let view = s.latency_ms.get("commandToView").cloned().unwrap_or_default();
         let errors: u64 = s.errors.values().sum();
+        // The peers keep nothing on storage and do not report it.
+        let written = match s.server_written_bytes_per_move {
+            0.0 => "—".to_owned(),
+            b => format!("{:.1}", b / 1000.0),
+        };
         let audit = match &s.audit {
             Some(a) if a.passed => format!("passed ({} matches)", a.matches),
             Some(a) => format!("FAILED ({} problems)", a.problems.len()),
             None => "—".to_owned(),
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.1} | **{}** | {:.2} / **{:.2}** | {:.0} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.1} | **{}** | {:.2} / **{:.2}** | {:.0} | {} | {} | {} |\n",
             s.server,
             s.version,
             s.scenario,
@@ -81,6 +86,7 @@ pub fn table(summaries: &[Summary]) -> String {
             view.p50,
             view.p99,
             s.server_peak_rss_bytes as f64 / (1024.0 * 1024.0),
+            written,
             errors,
             audit
         ));
