@@ -182,18 +182,20 @@ impl SqliteStore {
 }
 
 /// The revisions waiting for dispatch, in match and revision order: for each watermark (a
-/// match that may have some), its revisions past it. `CROSS JOIN` keeps the watermarks the
-/// outer loop: left to itself, SQLite's planner scans every revision ever stored and probes
-/// the watermarks, which made each sweep read the whole history.
-const UNDISPATCHED: &str = "SELECT r.match_id, r.revision, r.publications FROM outbox_watermarks AS w
-     CROSS JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
-     WHERE r.publications <> '[]'
-     ORDER BY w.match_id, r.revision LIMIT $1";
+/// match that may have some), its match's `seq` and its revisions past it. `CROSS JOIN` keeps
+/// the watermarks the outer loop: left to itself, SQLite's planner scans every revision ever
+/// stored and probes the watermarks, which made each sweep read the whole history.
+pub(crate) const UNDISPATCHED: &str = "SELECT w.match_id, r.revision, r.publications FROM outbox_watermarks AS w
+     CROSS JOIN matches AS m ON m.match_id = w.match_id
+     CROSS JOIN revisions AS r ON r.match_seq = m.seq AND r.revision > w.dispatched
+     WHERE r.recipients > 0
+     ORDER BY w.match_id, r.revision LIMIT ?1";
 
 /// The waiting publications and when the oldest was written (same plan as [`UNDISPATCHED`]).
-const BACKLOG: &str = "SELECT sum(json_array_length(r.publications)), min(r.written_ms) FROM outbox_watermarks AS w
-     CROSS JOIN revisions AS r ON r.match_id = w.match_id AND r.revision > w.dispatched
-     WHERE r.publications <> '[]'";
+const BACKLOG: &str = "SELECT sum(r.recipients), min(r.written_ms) FROM outbox_watermarks AS w
+     CROSS JOIN matches AS m ON m.match_id = w.match_id
+     CROSS JOIN revisions AS r ON r.match_seq = m.seq AND r.revision > w.dispatched
+     WHERE r.recipients > 0";
 
 /// SQLite's clock as ISO 8601 text in UTC, the form of every timestamp column.
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -218,12 +220,14 @@ impl Store for SqliteStore {
     }
 
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError> {
-        let entries: Vec<(String,)> =
-            sqlx::query_as("SELECT entry FROM revisions WHERE match_id = $1 ORDER BY revision")
-                .bind(match_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| store_error(LITE, "load match log", e))?;
+        let entries: Vec<(String,)> = sqlx::query_as(
+            "SELECT entry FROM revisions WHERE match_seq = (SELECT seq FROM matches WHERE match_id = $1)
+                 ORDER BY revision",
+        )
+        .bind(match_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "load match log", e))?;
         entries.iter().map(|(text,)| rows::decode("log entry", match_id, text)).collect()
     }
 
@@ -237,13 +241,9 @@ impl Store for SqliteStore {
 
     async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
-        // revisions hold at least `limit` publications.
-        let found: Vec<(Uuid, i64, String)> = sqlx::query_as(UNDISPATCHED)
-            .bind(rows::limit(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| store_error(LITE, "list undispatched publications", e))?;
-        rows::undispatched(found, limit)
+        // revisions hold at least `limit` publications. Read with rusqlite, which tells a
+        // compressed column from a text one (`sqlite_batch::unpack_publications`).
+        rows::undispatched(self.readers.undispatched(rows::limit(limit))?, limit)
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -428,7 +428,7 @@ mod tests {
             assert!(
                 steps
                     .iter()
-                    .any(|s| s.starts_with("SEARCH r USING INDEX revisions_by_match (match_id=? AND revision>?)")),
+                    .any(|s| s.starts_with("SEARCH r USING INDEX revisions_by_match (match_seq=? AND revision>?)")),
                 "{steps:?}"
             );
             assert!(!steps.iter().any(|s| s.starts_with("SCAN r")), "{steps:?}");

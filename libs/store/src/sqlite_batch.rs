@@ -42,6 +42,10 @@ use crate::{StoreError, conflict};
 /// The most commits one transaction carries.
 const MAX_BATCH: usize = 256;
 
+/// The longest publications text a stored row may unpack to: far above what the engine's
+/// per-recipient limit lets a revision publish, far below what a corrupt length could ask.
+const MAX_PUBLICATIONS_TEXT: usize = 256 << 20;
+
 /// How long a statement waits for SQLite's lock before the store answers `Unavailable`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -154,7 +158,7 @@ fn batch(conn: &Connection, owner: Option<&str>, jobs: &[Job]) -> Vec<Result<(),
             let outcome = match job {
                 Job::Commit { commit, .. } => fence(conn, commit, owner)
                     .map_err(|e| (e, false))
-                    .and_then(|()| rest(conn, commit).map_err(|e| (e, true))),
+                    .and_then(|seq| rest(conn, commit, seq).map_err(|e| (e, true))),
                 Job::Marks { marks, .. } => mark(conn, marks).map_err(|e| (e, true)),
             };
             match outcome {
@@ -230,7 +234,8 @@ fn mark(conn: &Connection, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
 /// Writes the first row of `commit` inside the open transaction of `conn` for the store owned
 /// by `owner` (`None`: unowned, no owner checks), checking its fences: the revision
 /// compare-and-set, the owner, a creation's fresh id. On an error nothing was written.
-fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), StoreError> {
+/// Returns the match's `seq`, the key of its revisions (a creation takes the next one).
+fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<i64, StoreError> {
     let err = |e| commit_error(commit, e);
     let match_id = commit.match_id;
     match (commit.expected_revision, &commit.state) {
@@ -238,14 +243,17 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
             let (revision, epoch) =
                 (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
             let encoded = rows::encode("match state", &**state)?;
-            let created = conn
+            // The next `seq` is one seek at the end of its unique index.
+            let created: Option<i64> = conn
                 .prepare_cached(
                     "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status,
-                                          state, owner, owner_epoch, rules_digest)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (match_id) DO NOTHING",
+                                          state, owner, owner_epoch, rules_digest, seq)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                             (SELECT coalesce(max(seq), 0) + 1 FROM matches))
+                     ON CONFLICT (match_id) DO NOTHING RETURNING seq",
                 )
                 .and_then(|mut s| {
-                    s.execute(params![
+                    s.query_row(params![
                         match_id,
                         state.game.id,
                         state.game.rules_version,
@@ -257,12 +265,13 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
                         owner,
                         i64::from(owner.is_some()),
                         state.rules_digest,
-                    ])
+                    ], |row| row.get(0))
+                    .optional()
                 })
                 .map_err(err)?;
-            if created == 0 {
+            let Some(seq) = created else {
                 return Err(conflict(commit));
-            }
+            };
             let mut insert = conn
                 .prepare_cached(
                     "INSERT INTO participants (match_id, seat, principal, bot_profile, status)
@@ -275,22 +284,23 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
             conn.prepare_cached("INSERT INTO outbox_watermarks (match_id, dispatched) VALUES (?1, -1)")
                 .and_then(|mut s| s.execute(params![match_id]))
                 .map_err(err)?;
+            Ok(seq)
         }
         (Some(expected), state) => {
             // The revision compare-and-set: the match's last revision is the highest of its
             // `revisions` rows (one seek in the index by match). `BEGIN IMMEDIATE` holds the
             // write lock, so neither it nor the owner can move before this commit is written.
             let expected = rows::to_i64(expected, "expected revision")?;
-            let fenced = conn
+            let fenced: Option<i64> = conn
                 .prepare_cached(
-                    "SELECT 1 FROM matches WHERE match_id = ?1 AND (?3 IS NULL OR owner = ?3)
-                         AND (SELECT max(revision) FROM revisions WHERE match_id = ?1) = ?2",
+                    "SELECT m.seq FROM matches AS m WHERE m.match_id = ?1 AND (?3 IS NULL OR m.owner = ?3)
+                         AND (SELECT max(revision) FROM revisions WHERE match_seq = m.seq) = ?2",
                 )
-                .and_then(|mut s| s.query_row(params![match_id, expected, owner], |_| Ok(())).optional())
+                .and_then(|mut s| s.query_row(params![match_id, expected, owner], |row| row.get(0)).optional())
                 .map_err(err)?;
-            if fenced.is_none() {
+            let Some(seq) = fenced else {
                 return Err(conflict(commit));
-            }
+            };
             // A final rejection (no state) changes nothing else of the match.
             if let Some(state) = state {
                 snapshot(conn, commit, state)?;
@@ -303,10 +313,10 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<(), 
                     update.execute(params![match_id, p.seat, p.status]).map_err(err)?;
                 }
             }
+            Ok(seq)
         }
-        (None, None) => return Err(conflict(commit)),
+        (None, None) => Err(conflict(commit)),
     }
-    Ok(())
 }
 
 /// Writes `state` into its match's row if it is a snapshot point
@@ -328,17 +338,18 @@ fn snapshot(conn: &Connection, commit: &Commit, state: &MatchState) -> Result<()
     .map_err(|e| commit_error(commit, e))
 }
 
-/// Writes the rest of `commit` once [`fence`] passed; the caller commits or rolls back.
+/// Writes the rest of `commit` once [`fence`] passed (`seq`: the match's, which keys its
+/// revisions); the caller commits or rolls back.
 ///
 /// The revision is ONE `revisions` row: its log entry, the receipt of the command that made
-/// it and its publications. A final rejection makes no revision: its receipt is a
-/// `receipts` row.
-fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
+/// it and its publications (compressed, [`pack_publications`]). A final rejection makes no
+/// revision: its receipt is a `receipts` row.
+fn rest(conn: &Connection, commit: &Commit, seq: i64) -> Result<(), StoreError> {
     let err = |e| commit_error(commit, e);
     let match_id = commit.match_id;
     let mut applied = None;
     if let Some(r) = &commit.receipt {
-        if receipt_stored(conn, &r.key).map_err(err)? {
+        if receipt_stored(conn, &r.key, seq).map_err(err)? {
             // Another writer stored this receipt: our judgement is stale.
             return Err(conflict(commit));
         }
@@ -369,21 +380,23 @@ fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
     match &commit.log {
         Some(log) => {
             let (revision, entry) = (rows::to_i64(log.revision, "log revision")?, rows::encode("log entry", log)?);
-            let publications = rows::encode_publications(&commit.publications)?;
+            let publications = pack_publications(&rows::encode_publications(&commit.publications)?);
+            let recipients = rows::to_i64(commit.publications.len() as u64, "recipients")?;
             conn.prepare_cached(
-                "INSERT INTO revisions (match_id, revision, principal, command_id, fingerprint, instant_ms, written_ms,
-                                        entry, publications)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO revisions (match_seq, revision, principal, command_id, fingerprint, instant_ms, written_ms,
+                                        recipients, entry, publications)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .and_then(|mut s| {
                 s.execute(params![
-                    match_id,
+                    seq,
                     revision,
                     applied.map(|r| &r.key.principal),
                     applied.map(|r| r.key.command_id),
                     applied.map(|r| &r.fingerprint),
                     log.instant_ms,
                     rows::now_ms(),
+                    recipients,
                     entry,
                     publications,
                 ])
@@ -442,16 +455,44 @@ fn rest(conn: &Connection, commit: &Commit) -> Result<(), StoreError> {
 }
 
 /// Whether a receipt with `key` is stored: a final rejection in `receipts`, or an applied
-/// command in its revision (the index by match holds the key, next to the match's others).
-fn receipt_stored(conn: &Connection, key: &ReceiptKey) -> rusqlite::Result<bool> {
-    let params = params![key.match_id, key.principal, key.command_id];
+/// command in its revision (the index by match holds the key, next to the match's others;
+/// `seq` is the key's match's).
+fn receipt_stored(conn: &Connection, key: &ReceiptKey, seq: i64) -> rusqlite::Result<bool> {
     let rejected = conn
         .prepare_cached("SELECT 1 FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3")?
-        .exists(params)?;
+        .exists(params![key.match_id, key.principal, key.command_id])?;
     Ok(rejected
         || conn
-            .prepare_cached("SELECT 1 FROM revisions WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3")?
-            .exists(params)?)
+            .prepare_cached("SELECT 1 FROM revisions WHERE match_seq = ?1 AND principal = ?2 AND command_id = ?3")?
+            .exists(params![seq, key.principal, key.command_id])?)
+}
+
+/// A revision's publications column as stored: the JSON array's text compressed with LZ4
+/// (about a third of its size: both seats' snapshots of a move share most of their text).
+/// Rows written before migration 0011 hold the text itself; [`unpack_publications`] reads both.
+pub(crate) fn pack_publications(text: &str) -> Vec<u8> {
+    lz4_flex::compress_prepend_size(text.as_bytes())
+}
+
+/// The JSON text of a stored publications column: a blob is [`pack_publications`]'s, text is
+/// a row from before migration 0011.
+pub(crate) fn unpack_publications(match_id: Uuid, column: rusqlite::types::ValueRef<'_>) -> Result<String, StoreError> {
+    use rusqlite::types::ValueRef;
+    let corrupt = |why: String| StoreError::Corrupt(format!("the publications of match {match_id}: {why}"));
+    match column {
+        ValueRef::Text(text) => String::from_utf8(text.to_vec()).map_err(|e| corrupt(e.to_string())),
+        ValueRef::Blob(packed) => {
+            // The length `compress_prepend_size` wrote, checked before it sizes a buffer.
+            let (size, block) = packed.split_first_chunk::<4>().ok_or_else(|| corrupt("a truncated blob".into()))?;
+            let size = u32::from_le_bytes(*size) as usize;
+            if size > MAX_PUBLICATIONS_TEXT {
+                return Err(corrupt(format!("a blob that claims {size} bytes")));
+            }
+            let text = lz4_flex::decompress(block, size).map_err(|e| corrupt(e.to_string()))?;
+            String::from_utf8(text).map_err(|e| corrupt(e.to_string()))
+        }
+        other => Err(corrupt(format!("a column of type {:?}", other.data_type()))),
+    }
 }
 
 /// A few read connections, used on the caller's thread (see the module docs).
@@ -493,16 +534,16 @@ impl Readers {
     /// moves forward, so revisions written between the two reads only lengthen the tail.
     pub(crate) fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
         let found: Option<(String, Vec<String>)> = self.with("load match", |c| {
-            let Some((state, revision)): Option<(String, i64)> = c
-                .prepare_cached("SELECT state, revision FROM matches WHERE match_id = ?1")?
-                .query_row(params![match_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            let Some((state, revision, seq)): Option<(String, i64, i64)> = c
+                .prepare_cached("SELECT state, revision, seq FROM matches WHERE match_id = ?1")?
+                .query_row(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                 .optional()?
             else {
                 return Ok(None);
             };
             let tail = c
-                .prepare_cached("SELECT entry FROM revisions WHERE match_id = ?1 AND revision > ?2 ORDER BY revision")?
-                .query_map(params![match_id, revision], |row| row.get(0))?
+                .prepare_cached("SELECT entry FROM revisions WHERE match_seq = ?1 AND revision > ?2 ORDER BY revision")?
+                .query_map(params![seq, revision], |row| row.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(Some((state, tail)))
         })?;
@@ -527,7 +568,8 @@ impl Readers {
                 None => c
                     .prepare_cached(
                         "SELECT fingerprint, NULL, revision FROM revisions
-                         WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
+                         WHERE match_seq = (SELECT seq FROM matches WHERE match_id = ?1)
+                           AND principal = ?2 AND command_id = ?3",
                     )?
                     .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
                     .optional(),
@@ -536,13 +578,29 @@ impl Readers {
         found.map(|row| rows::receipt(key.clone(), row)).transpose()
     }
 
+    /// The revisions waiting for dispatch (`sqlite::UNDISPATCHED`), the first `limit`: each
+    /// match, revision and publications text.
+    pub(crate) fn undispatched(&self, limit: i64) -> Result<Vec<(Uuid, i64, String)>, StoreError> {
+        let found: Vec<(Uuid, i64, rusqlite::types::Value)> = self.with("list undispatched publications", |c| {
+            c.prepare_cached(crate::sqlite::UNDISPATCHED)?
+                .query_map(params![limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect()
+        })?;
+        found
+            .into_iter()
+            .map(|(match_id, revision, column)| {
+                Ok((match_id, revision, unpack_publications(match_id, (&column).into())?))
+            })
+            .collect()
+    }
+
     pub(crate) fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
         let found: Vec<(String, Uuid, String, Option<String>, i64)> = self.with("load receipts", |c| {
             c.prepare_cached(
                 "SELECT principal, command_id, fingerprint, outcome, 0 FROM receipts WHERE match_id = ?1
                  UNION ALL
                  SELECT principal, command_id, fingerprint, NULL, revision FROM revisions
-                 WHERE match_id = ?1 AND command_id IS NOT NULL",
+                 WHERE match_seq = (SELECT seq FROM matches WHERE match_id = ?1) AND command_id IS NOT NULL",
             )?
             .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))?
             .collect()
@@ -584,5 +642,30 @@ fn commit_error(commit: &Commit, e: rusqlite::Error) -> StoreError {
             conflict(commit)
         }
         _ => lite_error("commit", e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::types::ValueRef;
+
+    use super::*;
+
+    /// A packed column unpacks to its text, as does a text column of a row from before
+    /// migration 0011; a damaged one is `Corrupt`, and a length nobody wrote sizes no buffer.
+    #[test]
+    fn publications_unpack_from_either_form_and_refuse_damage() {
+        let m = Uuid::from_u128(9);
+        let text = r#"[{"recipient":"p0","payload":{"type":"game.snapshot"},"traceContext":null}]"#;
+        let packed = pack_publications(text);
+        assert_eq!(unpack_publications(m, ValueRef::Blob(&packed)).unwrap(), text);
+        assert_eq!(unpack_publications(m, ValueRef::Text(text.as_bytes())).unwrap(), text);
+        let corrupt = |v| matches!(unpack_publications(m, v), Err(StoreError::Corrupt(_)));
+        assert!(corrupt(ValueRef::Blob(&packed[..packed.len() - 3])), "truncated");
+        assert!(corrupt(ValueRef::Blob(&[1, 2])), "shorter than its length");
+        let mut huge = packed.clone();
+        huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(corrupt(ValueRef::Blob(&huge)), "a length past the bound");
+        assert!(corrupt(ValueRef::Integer(3)));
     }
 }
