@@ -54,6 +54,11 @@ pub enum MatchMsg {
         decided: Option<(String, Value)>,
     },
     IdleCheck,
+    /// The host is about to stop this actor (the node drains, the match moved): leave the
+    /// committed state as the snapshot first.
+    Passivate {
+        reply: RpcReplyPort<()>,
+    },
     /// Keep the match as compact text if it stayed quiet for `HostConfig::cool_after`.
     Cool,
     /// A local timer for the deadline `id` at `generation` is due (the fast path).
@@ -217,7 +222,7 @@ impl MatchActor {
         msg: MatchMsg,
         state: &mut MatchActorState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(msg, MatchMsg::IdleCheck | MatchMsg::Cool) {
+        if !matches!(msg, MatchMsg::IdleCheck | MatchMsg::Cool | MatchMsg::Passivate { .. }) {
             state.last_activity = Instant::now();
             match state.warm(&self.shared.engine) {
                 Ok(true) => self.shared.metrics.actor_events.with_label_values(&["warmed"]).inc(),
@@ -271,8 +276,13 @@ impl MatchActor {
             }
             MatchMsg::IdleCheck => {
                 if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
+                    self.leave_snapshot(state).await;
                     myself.stop(Some("idle".into()));
                 }
+            }
+            MatchMsg::Passivate { reply } => {
+                self.leave_snapshot(state).await;
+                let _ = reply.send(());
             }
             MatchMsg::Inspect { reply } => {
                 let _ = reply.send(state.live().state().clone());
@@ -287,6 +297,38 @@ impl MatchActor {
             // last commit, on its next use.
             Some(fault) => Err(format!("rules fault: {fault}").into()),
             None => Ok(()),
+        }
+    }
+
+    /// Before the actor stops on purpose: writes the committed state as its match's snapshot
+    /// when it lies between snapshot points (`Store::snapshot`), so the next activation, here
+    /// or on another node, redoes none of the revisions after the last one. A failure costs
+    /// only that: the activation redoes them.
+    async fn leave_snapshot(&self, state: &MatchActorState) {
+        let quiet;
+        let committed = match (&state.hot, &state.cold) {
+            (Some(live), _) => live.state(),
+            (None, Some(text)) => match serde_json::from_str::<MatchState>(text) {
+                Ok(s) => {
+                    quiet = s;
+                    &quiet
+                }
+                Err(e) => {
+                    warn!(error = %e, "a quiet match's text does not decode; no snapshot left");
+                    return;
+                }
+            },
+            (None, None) => return,
+        };
+        if committed.is_snapshot_point() {
+            return;
+        }
+        match self.shared.store.snapshot(committed).await {
+            Ok(true) => self.shared.metrics.actor_events.with_label_values(&["snapshot_left"]).inc(),
+            Ok(false) => {}
+            Err(e) => {
+                warn!(match_id = %committed.match_id, revision = committed.revision, error = %e, "leave a snapshot")
+            }
         }
     }
 

@@ -170,11 +170,15 @@ impl Host {
     }
 
     /// Stops the actor of `match_id` if it is active (its match moved to another node, or
-    /// the node drains); the next request activates it again from the store.
+    /// the node drains), after it left its state as the match's snapshot; the next request
+    /// activates it again from the store.
     pub async fn passivate(&self, match_id: Uuid) {
         let actor = self.shared.slots.lock().get(&match_id).and_then(|s| s.get().cloned());
         if let Some(actor) = actor {
-            let _ = actor.stop_and_wait(Some("passivated".into()), Some(self.shared.config.call_timeout)).await;
+            let timeout = Some(self.shared.config.call_timeout);
+            // A failed or slow snapshot only means the next activation redoes the tail.
+            let _ = actor.call(|reply| MatchMsg::Passivate { reply }, timeout).await;
+            let _ = actor.stop_and_wait(Some("passivated".into()), timeout).await;
             self.forget(match_id, actor.get_id());
         }
     }

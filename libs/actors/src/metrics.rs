@@ -13,7 +13,8 @@ pub struct Metrics {
     /// Actor lifecycle: activation, passivation, failure (a panic or real fault), a quiet
     /// match cooled to compact text or warmed back for a message, and its receipts read from
     /// the store (`receipts_loaded`: at activation, and again after cooling or a commit of
-    /// unknown outcome; never per command).
+    /// unknown outcome; never per command), `snapshot_left` (a stopping actor wrote its state
+    /// as the snapshot, `Store::snapshot`).
     pub actor_events: IntCounterVec,
     /// Outbox dispatch results: ok, failed (a stream publish failed; the sweeper resends),
     /// swept.
@@ -69,7 +70,7 @@ impl Metrics {
         for outcome in ["applied", "duplicate", "reused", "forbidden", "fault", "unavailable"] {
             commands.with_label_values(&[outcome, ""]);
         }
-        for event in ["activation", "passivation", "failure", "cooled", "warmed", "receipts_loaded"] {
+        for event in ["activation", "passivation", "failure", "cooled", "warmed", "receipts_loaded", "snapshot_left"] {
             actor_events.with_label_values(&[event]);
         }
         for result in ["ok", "failed", "swept"] {

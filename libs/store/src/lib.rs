@@ -54,7 +54,7 @@
 
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, Publication, Receipt, ReceiptKey, StoredMatch};
+use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, ReceiptKey, StoredMatch};
 use uuid::Uuid;
 
 #[macro_use]
@@ -170,6 +170,13 @@ pub trait Store: Send + Sync + 'static {
     /// it (`Engine::restore` recovers them). The revision that finishes a match is always a
     /// snapshot, so a finished match has no tail.
     async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError>;
+    /// Writes `state` as its match's snapshot (the state [`Store::load`] answers, with no
+    /// tail) when it is the match's newest revision and newer than the stored snapshot; an
+    /// owned store writes it only for a match it owns. Anything else changes nothing and is
+    /// no error: a match passivating between snapshot points leaves its state so that its
+    /// next activation redoes nothing, and a newer commit or owner makes that moot. True when
+    /// it wrote.
+    async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError>;
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
     /// Every receipt of a match (applied and rejected commands alike), in no particular
     /// order: what a match actor loads when it activates, so that judging a command needs

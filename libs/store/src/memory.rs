@@ -179,6 +179,11 @@ impl Store for MemoryStore {
         Ok(self.inner.lock().await.matches.get(&match_id).map(|s| StoredMatch::current(MatchState::clone(&s.state))))
     }
 
+    async fn snapshot(&self, _: &MatchState) -> Result<bool, StoreError> {
+        // Every state is kept whole: the newest is already the snapshot.
+        Ok(false)
+    }
+
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         Ok(self.inner.lock().await.receipts.get(key).cloned())
     }

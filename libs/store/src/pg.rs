@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, Receipt, ReceiptKey, StoredMatch};
+use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey, StoredMatch};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
@@ -204,6 +204,26 @@ impl Store for PgStore {
             snapshot: rows::decode("match state", match_id, &state)?,
             tail: tail.iter().map(|(text,)| rows::decode("log entry", match_id, text)).collect::<Result<_, _>>()?,
         }))
+    }
+
+    async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError> {
+        // One statement, outside the group commit (a passivation's, rare). The owner's check
+        // is the claim's row: a claim committed first makes it match nothing.
+        let written = sqlx::query(
+            "UPDATE matches AS m SET revision = $2, phase_epoch = $3, status = $4, state = $5, updated_at = now()
+             WHERE m.match_id = $1 AND m.revision < $2 AND ($6::text IS NULL OR m.owner = $6)
+               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_id = $1) = $2",
+        )
+        .bind(state.match_id)
+        .bind(rows::to_i64(state.revision, "revision")?)
+        .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
+        .bind(rows::match_status(state))
+        .bind(rows::encode("match state", state)?)
+        .bind(self.owner.as_deref())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "write a match snapshot", e))?;
+        Ok(written.rows_affected() > 0)
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

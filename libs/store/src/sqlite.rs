@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use juegoland_core::{Commit, LogEntry, Receipt, ReceiptKey, StoredMatch};
+use juegoland_core::{Commit, LogEntry, MatchState, Receipt, ReceiptKey, StoredMatch};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use uuid::Uuid;
@@ -209,6 +209,28 @@ impl Store for SqliteStore {
 
     async fn load(&self, match_id: Uuid) -> Result<Option<StoredMatch>, StoreError> {
         self.readers.load(match_id)
+    }
+
+    async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError> {
+        if self.read_only {
+            return Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display())));
+        }
+        // One statement: atomic, and serialized with the writer's batches by SQLite's lock.
+        let written = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE matches SET revision = $2, phase_epoch = $3, status = $4, state = $5, updated_at = {NOW}
+             WHERE match_id = $1 AND revision < $2 AND ($6 IS NULL OR owner = $6)
+               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_seq = matches.seq) = $2"
+        )))
+        .bind(state.match_id)
+        .bind(rows::to_i64(state.revision, "revision")?)
+        .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
+        .bind(rows::match_status(state))
+        .bind(rows::encode("match state", state)?)
+        .bind(self.owner.as_deref())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "write a match snapshot", e))?;
+        Ok(written.rows_affected() > 0)
     }
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {

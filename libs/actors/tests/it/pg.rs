@@ -296,3 +296,56 @@ async fn postgres_restarted_under_a_running_workload() {
     drop(host);
     store.close().await;
 }
+
+/// A match that stops on purpose between snapshot points (the idle check, or the host
+/// passivating it for a drain or a move) leaves its state as the snapshot: the next
+/// activation redoes no revision, and play goes on from it.
+#[tokio::test]
+async fn a_passivated_match_leaves_its_state_as_the_snapshot() {
+    let schema = TestSchema::create("actors", "passivation_snapshot").await;
+    let store = pg_store(PgPoolOptions::new().max_connections(4), schema.options()).await;
+    let prom = prometheus::Registry::new();
+    let config = HostConfig { idle_passivation: Duration::from_millis(300), ..Default::default() };
+    let engine = Arc::new(Engine::new(registry()));
+    let host = Host::start(engine, store.clone(), Arc::new(LocalBus::default()), Metrics::new(&prom).unwrap(), config)
+        .await
+        .expect("start the host");
+    let (idle, drained) = (create_conecta4(&host).await, create_conecta4(&host).await);
+    for m in [idle, drained] {
+        for revision in 0..3u64 {
+            let who = if revision % 2 == 0 { "alice" } else { "bob" };
+            let cmd = drop_cmd(m, 100 + u128::from(revision), revision, revision as u8);
+            assert_eq!(applied(&host.command(who, cmd).await.unwrap()), revision + 1);
+        }
+        let stored = store.load(m).await.unwrap().expect("the match");
+        assert_eq!((stored.snapshot.revision, stored.tail.len()), (0, 3), "between snapshot points: a tail");
+    }
+    host.passivate(drained).await;
+    let left = |m| {
+        let store = store.clone();
+        async move { store.load(m).await.unwrap().expect("the match") }
+    };
+    let stored = left(drained).await;
+    assert_eq!((stored.snapshot.revision, stored.tail.len()), (3, 0), "passivated: the state is the snapshot");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while left(idle).await.snapshot.revision != 3 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the idle match passivates and leaves its snapshot");
+    let events = prom.gather().into_iter().find(|f| f.name() == "juegoland_actor_events_total").unwrap();
+    let left_count = events
+        .get_metric()
+        .iter()
+        .find(|m| m.get_label().iter().any(|l| l.value() == "snapshot_left"))
+        .map(|m| m.get_counter().get_value());
+    assert_eq!(left_count, Some(2.0), "both snapshots counted");
+    // Both play on from their snapshots.
+    for m in [idle, drained] {
+        assert_eq!(applied(&host.command("bob", drop_cmd(m, 200, 3, 3)).await.unwrap()), 4);
+        let stored = store.load(m).await.unwrap().expect("the match");
+        assert_eq!((stored.snapshot.revision, stored.tail.len()), (3, 1));
+    }
+    schema.drop_schema().await;
+}

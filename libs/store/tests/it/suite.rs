@@ -38,6 +38,7 @@ macro_rules! store_suite {
         $crate::store_suite!(@tests $backend;
             round_trip,
             a_long_match_restores_from_its_snapshot_and_the_revisions_after_it,
+            a_passivating_match_leaves_its_newest_state_as_the_snapshot,
             stale_revision_conflicts,
             stale_rejection_conflicts,
             rejection_keeps_the_revision,
@@ -154,6 +155,46 @@ pub async fn a_long_match_restores_from_its_snapshot_and_the_revisions_after_it<
     let stored = store.load(id).await.unwrap().expect("the match");
     assert!(stored.tail.is_empty() && stored.is_finished(), "a finished match is its last snapshot");
     assert_eq!(&stored.snapshot, game.live().state());
+}
+
+/// `Store::snapshot` (a match passivating between snapshot points): the newest state becomes
+/// the snapshot, with nothing to redo; an older state, another node's match, or a state no
+/// store holds changes nothing.
+pub async fn a_passivating_match_leaves_its_newest_state_as_the_snapshot<B: Backend>(b: &mut B) {
+    let (store, a, other) = (b.store(), b.owned("node-a"), b.owned("node-b"));
+    let id = match_id(51);
+    let (mut game, create) = Game::create(id);
+    commit_ok(&*a, &create).await;
+    for _ in 0..3 {
+        commit_ok(&*a, &game.drop_without_ending()).await;
+    }
+    let older = game.live().state().clone();
+    commit_ok(&*a, &game.drop_without_ending()).await;
+    let newest = game.live().state().clone();
+    assert!(!newest.is_snapshot_point(), "revision {} is between snapshot points", newest.revision);
+    let before = store.load(id).await.unwrap().expect("the match");
+
+    // Not the newest revision, not the owner's store, or a revision never committed.
+    assert!(!a.snapshot(&older).await.unwrap(), "an older state");
+    assert!(!other.snapshot(&newest).await.unwrap(), "another node's match");
+    let mut ahead = newest.clone();
+    ahead.revision += 1;
+    assert!(!a.snapshot(&ahead).await.unwrap(), "a revision no commit wrote");
+    assert_eq!(store.load(id).await.unwrap().as_ref(), Some(&before), "nothing changed");
+
+    // The owner's newest state. A backend that keeps every state (memory) has it already.
+    let written = a.snapshot(&newest).await.unwrap();
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!((&stored.snapshot, stored.tail.len()), (&newest, 0), "the snapshot is the newest state");
+    assert_eq!(written, !before.tail.is_empty(), "written where the snapshot was behind");
+    assert!(!a.snapshot(&newest).await.unwrap(), "written once");
+    assert_eq!(current(&*store, id).await.as_ref(), Some(&newest));
+    // Play goes on from it, and the log is whole.
+    commit_ok(&*a, &game.drop_without_ending()).await;
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!(stored.revision(), newest.revision + 1);
+    assert_eq!(current(&*store, id).await.as_ref(), Some(game.live().state()));
+    assert_eq!(store.log(id).await.unwrap().len() as u64, game.revision() + 1);
 }
 
 pub async fn stale_revision_conflicts<B: Backend>(b: &mut B) {
