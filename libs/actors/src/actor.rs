@@ -497,7 +497,7 @@ impl MatchActor {
                     self.shared.metrics.dispatch.with_label_values(&["ok"]).inc();
                     // Marked in the background with other matches' marks: the answer does not
                     // wait for it, and a mark lost in a crash only means a re-dispatch.
-                    let _ = self.shared.marks.send((commit.match_id, revision));
+                    self.shared.mark_dispatched(commit.match_id, revision);
                 }
                 Err(e) => {
                     self.shared.metrics.dispatch.with_label_values(&["failed"]).inc();

@@ -38,6 +38,14 @@ pub struct HostConfig {
     pub call_timeout: Duration,
     /// How often undispatched outbox rows are swept to the bus.
     pub sweep_interval: Duration,
+    /// How long dispatched marks gather before one store call writes them (the newest
+    /// revision of each match): a lost or late mark only means a re-dispatch, and the
+    /// sweeper writes the gathered marks before it reads, so it never re-sends them.
+    pub mark_interval: Duration,
+    /// The sweeper sends again what has waited this long undispatched, not younger rows: a
+    /// revision dispatched a moment ago may have its mark still gathering on whichever node
+    /// dispatched it (several times `mark_interval`).
+    pub redispatch_after: Duration,
     /// A match quiet for this long is kept as compact JSON text until its next message.
     pub cool_after: Duration,
     /// Deadlines of an active match due within this get a local timer (the fast path); the
@@ -52,6 +60,8 @@ impl Default for HostConfig {
             idle_passivation: Duration::from_secs(300),
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
+            mark_interval: Duration::from_millis(200),
+            redispatch_after: Duration::from_secs(1),
             cool_after: Duration::from_secs(1),
             local_deadline_horizon: Some(Duration::from_secs(60)),
         }
@@ -67,8 +77,9 @@ pub(crate) struct Shared {
     pub(crate) slots: parking_lot::Mutex<HashMap<Uuid, Arc<OnceCell<ActorRef<MatchMsg>>>>>,
     pub(crate) actor_ids: parking_lot::Mutex<HashMap<ActorId, Uuid>>,
     pub(crate) supervisor: OnceLock<ActorRef<()>>,
-    /// Dispatched revisions to mark in the outbox, grouped off the actors' path.
-    pub(crate) marks: tokio::sync::mpsc::UnboundedSender<(Uuid, u64)>,
+    /// Dispatched revisions to mark in the outbox, gathered off the actors' path: the newest
+    /// dispatched revision of each match (`outbox.rs`).
+    pub(crate) marks: parking_lot::Mutex<BTreeMap<Uuid, u64>>,
     /// The host's background tasks (outbox marker and sweeper, idle ticker), stopped by
     /// [`Host::stop`] and otherwise ended when the last handle is dropped.
     pub(crate) tasks: TaskTracker,
@@ -90,7 +101,6 @@ impl Host {
         metrics: Metrics,
         config: HostConfig,
     ) -> Result<Self, MatchError> {
-        let (marks, marks_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             engine,
             store,
@@ -100,11 +110,11 @@ impl Host {
             slots: parking_lot::Mutex::new(HashMap::new()),
             actor_ids: parking_lot::Mutex::new(HashMap::new()),
             supervisor: OnceLock::new(),
-            marks,
+            marks: parking_lot::Mutex::new(BTreeMap::new()),
             tasks: TaskTracker::new(),
             cancel: CancellationToken::new(),
         });
-        spawn_marker(&shared, marks_rx);
+        spawn_marker(&shared);
         let (supervisor, _) = Actor::spawn(None, Supervisor, Arc::downgrade(&shared))
             .await
             .map_err(|e| MatchError::Internal(format!("start supervisor: {e}")))?;

@@ -1,4 +1,4 @@
-//! The outbox after a commit: the dispatched marks, grouped off the actors' path, and the
+//! The outbox after a commit: the dispatched marks, gathered off the actors' path, and the
 //! sweeper that re-dispatches what a crash or a bus failure left behind and measures the
 //! backlog.
 
@@ -34,34 +34,43 @@ impl Host {
     }
 }
 
-/// Marks dispatched revisions in the outbox, as many per store call as have queued up. The
-/// task ends when the host (the sender) is dropped, or at `Host::stop` after marking what
-/// is queued; a failed mark is left to the sweeper.
-pub(crate) fn spawn_marker(shared: &Shared, mut marks: tokio::sync::mpsc::UnboundedReceiver<(Uuid, u64)>) {
-    let (store, cancel) = (shared.store.clone(), shared.cancel.clone());
+impl Shared {
+    /// Gathers the mark of `revision` of `match_id`, dispatched (the marker writes it).
+    pub(crate) fn mark_dispatched(&self, match_id: Uuid, revision: u64) {
+        let mut marks = self.marks.lock();
+        let newest = marks.entry(match_id).or_insert(revision);
+        *newest = (*newest).max(revision);
+    }
+
+    /// Writes the gathered marks in one store call. A failure is left to the sweeper, which
+    /// sends those revisions again.
+    async fn write_marks(&self) {
+        let marks: Vec<(Uuid, u64)> = std::mem::take(&mut *self.marks.lock()).into_iter().collect();
+        if !marks.is_empty()
+            && let Err(e) = self.store.mark_dispatched(&marks).await
+        {
+            warn!(error = %e, marks = marks.len(), "could not mark the outbox dispatched; the sweeper will resend");
+        }
+    }
+}
+
+/// Writes the gathered dispatched marks every `HostConfig::mark_interval`: one store call
+/// for every match dispatched meanwhile, with its newest revision (a match that moved five
+/// times is one mark), instead of a call per few publications. Ends at `Host::stop` after
+/// writing what is gathered, or when the host is dropped.
+pub(crate) fn spawn_marker(shared: &Arc<Shared>) {
+    let weak = Arc::downgrade(shared);
+    let (interval, cancel) = (shared.config.mark_interval, shared.cancel.clone());
     shared.tasks.spawn(async move {
-        let mut batch = Vec::new();
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let stopping = tokio::select! {
-                n = marks.recv_many(&mut batch, 1024) => {
-                    if n == 0 {
-                        return;
-                    }
-                    false
-                }
-                () = cancel.cancelled() => {
-                    while let Ok(mark) = marks.try_recv() {
-                        batch.push(mark);
-                    }
-                    true
-                }
+                () = cancel.cancelled() => true,
+                _ = tick.tick() => false,
             };
-            if !batch.is_empty()
-                && let Err(e) = store.mark_dispatched(&batch).await
-            {
-                warn!(error = %e, marks = batch.len(), "could not mark the outbox dispatched; the sweeper will resend");
-            }
-            batch.clear();
+            let Some(shared) = weak.upgrade() else { return };
+            shared.write_marks().await;
             if stopping {
                 return;
             }
@@ -69,10 +78,14 @@ pub(crate) fn spawn_marker(shared: &Shared, mut marks: tokio::sync::mpsc::Unboun
     });
 }
 
-/// Re-dispatches outbox rows left undispatched (after a crash or a bus failure).
+/// Re-dispatches outbox rows left undispatched (after a crash or a bus failure) for
+/// `HostConfig::redispatch_after`. This host's gathered marks are written first, and younger
+/// rows are left alone (another node's marks may still be gathering), so what was dispatched
+/// is not sent again.
 async fn sweep(shared: &Shared) -> Result<(), MatchError> {
     const LIMIT: usize = 512;
-    let rows = shared.store.undispatched(LIMIT).await?;
+    shared.write_marks().await;
+    let rows = shared.store.undispatched(LIMIT, shared.config.redispatch_after).await?;
     let full = rows.len() == LIMIT;
     let mut by_revision: BTreeMap<(Uuid, u64), Vec<juegoland_core::Publication>> = BTreeMap::new();
     for row in rows {
@@ -107,7 +120,7 @@ async fn sweep(shared: &Shared) -> Result<(), MatchError> {
 
 /// Sets the outbox backlog gauges from the store (left as they were when it cannot answer).
 async fn measure_backlog(shared: &Shared) {
-    match shared.store.outbox_backlog().await {
+    match shared.store.outbox_backlog(shared.config.redispatch_after).await {
         Ok(backlog) => {
             // The age first: a reader that sees no rows sees no age either.
             shared.metrics.outbox_backlog_age.set(backlog.oldest_age.map_or(0.0, |age| age.as_secs_f64()));

@@ -186,18 +186,21 @@ pub trait Store: Send + Sync + 'static {
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError>;
     /// Every stored match id, in id order (for replay and audits).
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError>;
-    /// Up to `limit` undispatched outbox rows, oldest first: ordered by match, then revision,
-    /// then the order the publications of one revision were decided in. Each publication is
-    /// as committed, its `trace_context` included, so a re-dispatch continues the trace of
-    /// the command that produced it.
-    async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError>;
+    /// Up to `limit` undispatched outbox rows written at least `min_age` ago, oldest first:
+    /// ordered by match, then revision, then the order the publications of one revision were
+    /// decided in. Each publication is as committed, its `trace_context` included, so a
+    /// re-dispatch continues the trace of the command that produced it. `min_age` lets a
+    /// sweeper pass over what was dispatched a moment ago and not marked yet (marks are
+    /// written in groups, on whichever node dispatched them).
+    async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError>;
     /// Marks, for each `(match_id, revision)`, every outbox row of the match up to that
     /// revision as dispatched. A mark lost in a crash only means a harmless re-dispatch, so
     /// backends may make marks durable lazily (PostgreSQL commits them asynchronously).
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError>;
-    /// How many outbox rows are undispatched and the age of the oldest, in one cheap read
-    /// (the rows themselves stay where they are); for the outbox backlog metrics.
-    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError>;
+    /// How many outbox rows written at least `min_age` ago are undispatched, and the age of
+    /// the oldest, in one cheap read (the rows themselves stay where they are); for the outbox
+    /// backlog metrics, which count what the sweeper would send again ([`Store::undispatched`]).
+    async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError>;
     /// Up to `limit` pending deadlines due at `now_ms` (`due_ms <= now_ms`), earliest first,
     /// then by match, id and generation. Reading does not consume them: firing goes through
     /// the match (its generation check and commit).

@@ -203,11 +203,12 @@ impl Store for MemoryStore {
         Ok(self.inner.lock().await.matches.keys().copied().collect())
     }
 
-    async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         let inner = self.inner.lock().await;
         Ok(inner
             .outbox
             .values()
+            .filter(|(_, written)| written.elapsed() >= min_age)
             .flat_map(|(pubs, _)| pubs.iter().cloned())
             .take(limit)
             .map(|publication| OutboxRow { publication })
@@ -226,9 +227,10 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+    async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError> {
         let inner = self.inner.lock().await;
-        let (rows, oldest) = inner.outbox.values().fold((0u64, None::<Instant>), |(rows, oldest), (pubs, at)| {
+        let waiting = inner.outbox.values().filter(|(_, written)| written.elapsed() >= min_age);
+        let (rows, oldest) = waiting.fold((0u64, None::<Instant>), |(rows, oldest), (pubs, at)| {
             (rows + pubs.len() as u64, Some(oldest.map_or(*at, |o| o.min(*at))))
         });
         Ok(OutboxBacklog { rows, oldest_age: oldest.map(|at| at.elapsed()) })

@@ -154,17 +154,19 @@ const UNDISPATCHED: &str = "SELECT w.match_id, r.revision, r.publications FROM o
              CROSS JOIN LATERAL (
                  SELECT revision, publications FROM revisions
                  WHERE match_id = w.match_id AND revision > w.dispatched AND publications <> '[]'
+                   AND written_at <= now() - $2 * interval '1 millisecond'
                  ORDER BY revision LIMIT $1) AS r
              ORDER BY w.match_id, r.revision LIMIT $1";
 
-/// The waiting publications and when the oldest was written (the same plan as
+/// The waiting publications written `$1` ms ago or earlier, and when the oldest was written (the same plan as
 /// [`UNDISPATCHED`]: an aggregate per watermark, which the planner cannot flatten either).
 const BACKLOG: &str = "SELECT sum(r.publications)::int8, (extract(epoch FROM now() - min(r.oldest)) * 1000)::int8
              FROM outbox_watermarks AS w
              CROSS JOIN LATERAL (
                  SELECT sum(json_array_length(publications::json)) AS publications, min(written_at) AS oldest
                  FROM revisions
-                 WHERE match_id = w.match_id AND revision > w.dispatched AND publications <> '[]') AS r";
+                 WHERE match_id = w.match_id AND revision > w.dispatched AND publications <> '[]'
+                   AND written_at <= now() - $1 * interval '1 millisecond') AS r";
 
 #[async_trait::async_trait]
 impl Store for PgStore {
@@ -279,11 +281,12 @@ impl Store for PgStore {
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
-    async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit`.
         let found: Vec<(Uuid, i64, String)> = sqlx::query_as(UNDISPATCHED)
             .bind(rows::limit(limit))
+            .bind(f64::from(u32::try_from(min_age.as_millis()).unwrap_or(u32::MAX)))
             .fetch_all(&self.pool)
             .await
             .map_err(|e| store_error(PG, "list undispatched publications", e))?;
@@ -324,9 +327,10 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+    async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError> {
         // Ages are on the database clock, like `written_at`.
         let (rows, age_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
+            .bind(f64::from(u32::try_from(min_age.as_millis()).unwrap_or(u32::MAX)))
             .fetch_one(&self.pool)
             .await
             .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;
@@ -496,7 +500,7 @@ mod tests {
         let schema = juegoland_testkit::TestSchema::create("store_unit", "pg_outbox_plan").await;
         let store = PgStore::connect(&schema.url()).await.unwrap();
         for sql in [UNDISPATCHED, BACKLOG] {
-            let explain = format!("EXPLAIN (FORMAT JSON) {}", sql.replace("$1", "10"));
+            let explain = format!("EXPLAIN (FORMAT JSON) {}", sql.replace("$1", "10").replace("$2", "0"));
             let (plan,): (serde_json::Value,) =
                 sqlx::query_as(sqlx::AssertSqlSafe(explain)).fetch_one(&store.pool).await.unwrap();
             let mut scans = Vec::new();

@@ -188,14 +188,15 @@ impl SqliteStore {
 pub(crate) const UNDISPATCHED: &str = "SELECT w.match_id, r.revision, r.publications FROM outbox_watermarks AS w
      CROSS JOIN matches AS m ON m.match_id = w.match_id
      CROSS JOIN revisions AS r ON r.match_seq = m.seq AND r.revision > w.dispatched
-     WHERE r.recipients > 0
+     WHERE r.recipients > 0 AND r.written_ms <= ?2
      ORDER BY w.match_id, r.revision LIMIT ?1";
 
-/// The waiting publications and when the oldest was written (same plan as [`UNDISPATCHED`]).
+/// The waiting publications written by `?1` (ms) and when the oldest was written (same plan
+/// as [`UNDISPATCHED`]).
 const BACKLOG: &str = "SELECT sum(r.recipients), min(r.written_ms) FROM outbox_watermarks AS w
      CROSS JOIN matches AS m ON m.match_id = w.match_id
      CROSS JOIN revisions AS r ON r.match_seq = m.seq AND r.revision > w.dispatched
-     WHERE r.recipients > 0";
+     WHERE r.recipients > 0 AND r.written_ms <= ?1";
 
 /// SQLite's clock as ISO 8601 text in UTC, the form of every timestamp column.
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -261,11 +262,12 @@ impl Store for SqliteStore {
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
-    async fn undispatched(&self, limit: usize) -> Result<Vec<OutboxRow>, StoreError> {
+    async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit` publications. Read with rusqlite, which tells a
         // compressed column from a text one (`sqlite_batch::unpack_publications`).
-        rows::undispatched(self.readers.undispatched(rows::limit(limit))?, limit)
+        let written_by = rows::now_ms().saturating_sub(i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX));
+        rows::undispatched(self.readers.undispatched(rows::limit(limit), written_by)?, limit)
     }
 
     async fn mark_dispatched(&self, marks: &[(Uuid, u64)]) -> Result<(), StoreError> {
@@ -273,8 +275,10 @@ impl Store for SqliteStore {
         self.writer().await?.mark_dispatched(marks).await
     }
 
-    async fn outbox_backlog(&self) -> Result<OutboxBacklog, StoreError> {
+    async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError> {
+        let written_by = rows::now_ms().saturating_sub(i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX));
         let (rows, oldest_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
+            .bind(written_by)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| store_error(LITE, "measure the outbox backlog", e))?;
@@ -443,6 +447,7 @@ mod tests {
             let plan: Vec<(i64, i64, i64, String)> =
                 sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
                     .bind(10)
+                    .bind(0)
                     .fetch_all(&store.pool)
                     .await
                     .unwrap();

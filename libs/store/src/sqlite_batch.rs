@@ -578,12 +578,12 @@ impl Readers {
         found.map(|row| rows::receipt(key.clone(), row)).transpose()
     }
 
-    /// The revisions waiting for dispatch (`sqlite::UNDISPATCHED`), the first `limit`: each
-    /// match, revision and publications text.
-    pub(crate) fn undispatched(&self, limit: i64) -> Result<Vec<(Uuid, i64, String)>, StoreError> {
+    /// The revisions waiting for dispatch (`sqlite::UNDISPATCHED`) written by `written_by`
+    /// (ms), the first `limit`: each match, revision and publications text.
+    pub(crate) fn undispatched(&self, limit: i64, written_by: i64) -> Result<Vec<(Uuid, i64, String)>, StoreError> {
         let found: Vec<(Uuid, i64, rusqlite::types::Value)> = self.with("list undispatched publications", |c| {
             c.prepare_cached(crate::sqlite::UNDISPATCHED)?
-                .query_map(params![limit], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .query_map(params![limit, written_by], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
                 .collect()
         })?;
         found

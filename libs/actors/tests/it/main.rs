@@ -231,12 +231,68 @@ async fn publications_reach_the_bus_after_the_commit_and_the_outbox_is_marked() 
     assert_eq!(seen, vec![(1, "p0".to_string()), (1, "p1".to_string())]);
     // Marks are written in the background, grouped with other matches' marks.
     tokio::time::timeout(Duration::from_secs(5), async {
-        while !store.undispatched(10).await.unwrap().is_empty() {
+        while !store.undispatched(10, Duration::ZERO).await.unwrap().is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await
     .expect("dispatched rows are marked");
+}
+
+/// Dispatched marks gather between writes (`HostConfig::mark_interval`): publications reach
+/// the bus at once while their revisions stay waiting in the outbox; a sweep writes the
+/// gathered marks before it reads, so it re-sends nothing; `Host::stop` writes what is left.
+#[tokio::test]
+async fn dispatched_marks_gather_and_the_sweeper_writes_them_before_it_reads() {
+    let config = HostConfig {
+        mark_interval: Duration::from_secs(3600),
+        sweep_interval: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let (host, store, prom) = host_with(config).await;
+    // The marker's and the sweeper's first rounds run at once; let them pass.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    let mut sub = host.bus().subscribe(m).await.unwrap();
+    for revision in 0..3u64 {
+        let who = if revision % 2 == 0 { "alice" } else { "bob" };
+        assert_eq!(applied(&host.command(who, drop_cmd(m, revision, revision as u8)).await.unwrap()), revision + 1);
+    }
+    let mut seen = 0;
+    while seen < 6 {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next()).await.unwrap().unwrap() {
+            BusItem::Publication(_) => seen += 1,
+            BusItem::Gap => panic!("no gap expected"),
+        }
+    }
+    let waiting: std::collections::BTreeSet<u64> =
+        store.undispatched(100, Duration::ZERO).await.unwrap().iter().map(|r| r.publication.revision).collect();
+    assert_eq!(waiting, (1..=3).collect(), "every move dispatched, none marked yet");
+    host.stop().await;
+    assert_eq!(store.undispatched(100, Duration::ZERO).await.unwrap(), vec![], "stopping writes the gathered marks");
+    assert_eq!(counter(&prom, "juegoland_outbox_dispatch_total", "swept"), 0);
+
+    // A sweep every 50 ms, marks written only by it: what was dispatched is never re-sent.
+    let config = HostConfig {
+        mark_interval: Duration::from_secs(3600),
+        sweep_interval: Duration::from_millis(50),
+        ..Default::default()
+    };
+    let (host, store, prom) = host_with(config).await;
+    let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    for revision in 0..3u64 {
+        let who = if revision % 2 == 0 { "alice" } else { "bob" };
+        assert_eq!(applied(&host.command(who, drop_cmd(m, revision, revision as u8)).await.unwrap()), revision + 1);
+    }
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !store.undispatched(10, Duration::ZERO).await.unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the sweeper writes the gathered marks");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(counter(&prom, "juegoland_outbox_dispatch_total", "swept"), 0, "nothing re-sent");
 }
 
 /// A bus that can be switched off: publishing fails while it is down.
@@ -277,7 +333,11 @@ async fn a_bus_outage_shows_as_an_outbox_backlog_until_the_sweeper_drains_it() {
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
     let bus = Arc::new(SwitchedBus { up: false.into(), inner: LocalBus::default() });
     let prom = prometheus::Registry::new();
-    let config = HostConfig { sweep_interval: Duration::from_millis(50), ..Default::default() };
+    let config = HostConfig {
+        sweep_interval: Duration::from_millis(50),
+        redispatch_after: Duration::from_millis(100),
+        ..Default::default()
+    };
     let engine = Arc::new(Engine::new(Arc::new(registry)));
     let host = Host::start(engine, Arc::new(MemoryStore::new()), bus.clone(), Metrics::new(&prom).unwrap(), config)
         .await
@@ -409,7 +469,8 @@ async fn the_sweeper_re_dispatches_publications_with_their_commits_trace_context
     juegoland_telemetry::set_parent_from_text(&call, &format!("00-{trace}-00f067aa0ba902b7-01"));
     assert_eq!(applied(&host.command("bob", drop_cmd(m, 1, 4)).instrument(call).await.unwrap()), 2);
 
-    let waiting: Vec<_> = store.undispatched(10).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let waiting: Vec<_> =
+        store.undispatched(10, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     let contexts: Vec<(u64, Option<String>)> =
         waiting.iter().map(|p| (p.revision, p.trace_context.as_deref().map(str::to_owned))).collect();
     assert_eq!(contexts.len(), 4, "two seats, two revisions: {contexts:?}");

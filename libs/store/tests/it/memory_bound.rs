@@ -55,10 +55,10 @@ async fn dispatched_publications_are_dropped_and_the_unbounded_store_keeps_every
         play_to_the_end(&store, id).await;
     }
     assert_eq!(store.match_ids().await.unwrap().len(), 3, "MemoryStore::new keeps every match");
-    let backlog = store.outbox_backlog().await.unwrap();
+    let backlog = store.outbox_backlog(std::time::Duration::ZERO).await.unwrap();
     assert!(backlog.rows > 0);
     let marks: Vec<(Uuid, u64)> = (1..=3).map(|id| (Uuid::from_u128(id), 7)).collect();
     store.mark_dispatched(&marks).await.unwrap();
-    assert!(store.undispatched(100).await.unwrap().is_empty());
-    assert_eq!(store.outbox_backlog().await.unwrap().rows, 0);
+    assert!(store.undispatched(100, std::time::Duration::ZERO).await.unwrap().is_empty());
+    assert_eq!(store.outbox_backlog(std::time::Duration::ZERO).await.unwrap().rows, 0);
 }

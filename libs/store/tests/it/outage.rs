@@ -30,7 +30,7 @@ async fn outages_are_unavailable_and_leave_nothing_half_committed() {
     let first = game.drop_disc(0);
     store.commit(&first).await.unwrap();
     let stored_before = store.load(id).await.unwrap();
-    let undispatched_before = store.undispatched(100).await.unwrap();
+    let undispatched_before = store.undispatched(100, Duration::ZERO).await.unwrap();
 
     // 1. The server crashes in the MIDDLE of a commit: the fences passed and the revision
     //    insert waits on the same revision, which another transaction is inserting.
@@ -86,7 +86,7 @@ async fn outages_are_unavailable_and_leave_nothing_half_committed() {
     assert_eq!(store.load(id).await.unwrap(), stored_before, "half a commit survived");
     assert_eq!(store.receipt(&receipt.key).await.unwrap(), None);
     assert_eq!(store.log(id).await.unwrap().len(), 2);
-    assert_eq!(store.undispatched(100).await.unwrap(), undispatched_before);
+    assert_eq!(store.undispatched(100, Duration::ZERO).await.unwrap(), undispatched_before);
     store.commit(&pending.commit).await.expect("the retried commit");
     let second = game.advance(pending);
     assert_eq!(current(&store, id).await.as_ref(), second.state.as_deref());

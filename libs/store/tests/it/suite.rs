@@ -323,7 +323,7 @@ pub async fn failed_commit_leaves_nothing<B: Backend>(b: &mut B) {
     let before = (
         store.load(id).await.unwrap(),
         store.log(id).await.unwrap(),
-        store.undispatched(1_000).await.unwrap(),
+        store.undispatched(1_000, Duration::ZERO).await.unwrap(),
         store.due_deadlines(i64::MAX, 100).await.unwrap(),
     );
     // Bob retries the same command id now that it is his turn, by a writer that missed the
@@ -336,7 +336,7 @@ pub async fn failed_commit_leaves_nothing<B: Backend>(b: &mut B) {
     let after = (
         store.load(id).await.unwrap(),
         store.log(id).await.unwrap(),
-        store.undispatched(1_000).await.unwrap(),
+        store.undispatched(1_000, Duration::ZERO).await.unwrap(),
         store.due_deadlines(i64::MAX, 100).await.unwrap(),
     );
     assert_eq!(after, before, "a failed commit left something behind");
@@ -471,21 +471,27 @@ pub async fn outbox_until_dispatched<B: Backend>(b: &mut B) {
     // Ordered by match, then revision, then the order of publication.
     let mut all = expected(&bb);
     all.extend(expected(&a));
-    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let rows: Vec<_> =
+        store.undispatched(1_000, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     assert_eq!(rows, all);
     assert_eq!(rows.last().unwrap().recipient, None);
-    let limited = store.undispatched(3).await.unwrap();
+    let limited = store.undispatched(3, Duration::ZERO).await.unwrap();
     assert_eq!(limited.into_iter().map(|r| r.publication).collect::<Vec<_>>(), all[..3]);
+    // Rows younger than the asked age are passed over (a sweeper's grace for gathering marks).
+    assert_eq!(store.undispatched(1_000, Duration::from_secs(3600)).await.unwrap(), vec![]);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(store.undispatched(1_000, Duration::from_millis(20)).await.unwrap().len(), all.len());
     // Marking is per match and up to a revision.
     store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
-    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let rows: Vec<_> =
+        store.undispatched(1_000, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     let mut left = expected(&bb);
     left.extend(expected(&a[2..]));
     assert_eq!(rows, left);
     store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
     store.mark_dispatched(&[(id_b, 5)]).await.unwrap();
     store.mark_dispatched(&[(id_a, 2)]).await.unwrap();
-    assert_eq!(store.undispatched(1_000).await.unwrap(), vec![]);
+    assert_eq!(store.undispatched(1_000, Duration::ZERO).await.unwrap(), vec![]);
 }
 
 /// A W3C `traceparent` for the tests: the store keeps it as opaque text.
@@ -522,7 +528,8 @@ pub async fn outbox_rows_keep_their_trace_context<B: Backend>(b: &mut B) {
     let contexts = |rows: &[juegoland_core::Publication]| -> Vec<(Uuid, u64, Option<String>)> {
         rows.iter().map(|p| (p.match_id, p.revision, p.trace_context.as_deref().map(str::to_owned))).collect()
     };
-    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let rows: Vec<_> =
+        store.undispatched(1_000, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     let expected: Vec<_> = [&a1, &a2, &b1].iter().flat_map(|c| c.publications.clone()).collect();
     assert_eq!(rows, expected);
     let (tp1, tp2) = (Some(traceparent(1).to_string()), Some(traceparent(2).to_string()));
@@ -533,7 +540,8 @@ pub async fn outbox_rows_keep_their_trace_context<B: Backend>(b: &mut B) {
     }));
     // What is left after a dispatch mark is re-dispatched with its own context.
     store.mark_dispatched(&[(id_a, 1)]).await.unwrap();
-    let rows: Vec<_> = store.undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let rows: Vec<_> =
+        store.undispatched(1_000, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     let expected: Vec<_> = [&a2, &b1].iter().flat_map(|c| c.publications.clone()).collect();
     assert_eq!(rows, expected);
     assert_eq!(contexts(&rows[..1]), vec![(id_a, 2, tp2)]);
@@ -543,25 +551,28 @@ pub async fn outbox_rows_keep_their_trace_context<B: Backend>(b: &mut B) {
 /// dispatch marks shrink it, and an empty outbox has no age.
 pub async fn outbox_backlog_counts_and_ages_the_waiting_rows<B: Backend>(b: &mut B) {
     let store = b.store();
-    assert_eq!(store.outbox_backlog().await.unwrap(), OutboxBacklog::default());
+    assert_eq!(store.outbox_backlog(Duration::ZERO).await.unwrap(), OutboxBacklog::default());
     let (id_a, id_b) = (match_id(25), match_id(26));
     let (_, a) = played(&*store, id_a, 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (_, bb) = played(&*store, id_b, 1).await;
     let rows = |commits: &[Commit]| commits.iter().map(|c| c.publications.len() as u64).sum::<u64>();
     assert!(rows(&a) > 0 && rows(&bb) > 0, "the moves publish");
-    let backlog = store.outbox_backlog().await.unwrap();
+    let backlog = store.outbox_backlog(Duration::ZERO).await.unwrap();
     assert_eq!(backlog.rows, rows(&a) + rows(&bb));
     let age = backlog.oldest_age.expect("rows wait, so the oldest has an age");
     assert!(age >= Duration::from_millis(250) && age < Duration::from_secs(60), "the oldest is a's: {age:?}");
+    // Past an age: only a's rows, written before the pause.
+    let settled = store.outbox_backlog(Duration::from_millis(250)).await.unwrap();
+    assert_eq!(settled.rows, rows(&a), "only the rows older than the age");
     // With `a` dispatched, the oldest waiting row is b's, written after the pause.
     store.mark_dispatched(&[(id_a, 2)]).await.unwrap();
-    let backlog = store.outbox_backlog().await.unwrap();
+    let backlog = store.outbox_backlog(Duration::ZERO).await.unwrap();
     assert_eq!(backlog.rows, rows(&bb));
     let younger = backlog.oldest_age.expect("b's rows wait");
     assert!(younger < age, "b's rows are younger than a's ({younger:?} vs {age:?})");
     store.mark_dispatched(&[(id_b, 1)]).await.unwrap();
-    assert_eq!(store.outbox_backlog().await.unwrap(), OutboxBacklog::default());
+    assert_eq!(store.outbox_backlog(Duration::ZERO).await.unwrap(), OutboxBacklog::default());
 }
 
 pub async fn receipts_outlive_the_match<B: Backend>(b: &mut B) {
@@ -796,7 +807,8 @@ pub async fn reopen_keeps_trace_contexts<B: Backend>(b: &mut B) {
     let commit = traced(game.drop_disc(3), Some(traceparent(52)));
     commit_ok(&*store, &commit).await;
     b.reopen().await;
-    let rows: Vec<_> = b.store().undispatched(1_000).await.unwrap().into_iter().map(|r| r.publication).collect();
+    let rows: Vec<_> =
+        b.store().undispatched(1_000, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     assert_eq!(rows, commit.publications);
     assert!(rows.iter().all(|p| p.trace_context.as_deref() == Some(&*traceparent(52))), "{rows:?}");
 }
@@ -827,7 +839,7 @@ pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
                 store.log(id).await.unwrap(),
                 receipts,
                 store.match_ids().await.unwrap(),
-                store.undispatched(1_000).await.unwrap(),
+                store.undispatched(1_000, Duration::ZERO).await.unwrap(),
                 store.due_deadlines(i64::MAX, 10).await.unwrap(),
             )
         }
@@ -871,11 +883,17 @@ pub async fn ownership_fences_commits<B: Backend>(b: &mut B) {
 
     // B is not the owner: its commit of the next revision is fenced and writes nothing.
     let next = game.decide_drop(0);
-    let before =
-        (unowned.load(id).await.unwrap(), unowned.log(id).await.unwrap(), unowned.undispatched(100).await.unwrap());
+    let before = (
+        unowned.load(id).await.unwrap(),
+        unowned.log(id).await.unwrap(),
+        unowned.undispatched(100, Duration::ZERO).await.unwrap(),
+    );
     assert_conflict(bn.commit(&next.commit).await, id);
-    let after =
-        (unowned.load(id).await.unwrap(), unowned.log(id).await.unwrap(), unowned.undispatched(100).await.unwrap());
+    let after = (
+        unowned.load(id).await.unwrap(),
+        unowned.log(id).await.unwrap(),
+        unowned.undispatched(100, Duration::ZERO).await.unwrap(),
+    );
     assert_eq!(after, before, "a commit fenced by ownership left something behind");
     assert_eq!(unowned.receipt(&next.commit.receipt.as_ref().unwrap().key).await.unwrap(), None);
 

@@ -146,7 +146,10 @@ async fn sigkill_at(backend: Backend, point: &str) {
     drop(server);
 
     let store = backend.store(&dir).await;
-    assert!(store.undispatched(100).await.unwrap().is_empty(), "every publication was dispatched");
+    assert!(
+        store.undispatched(100, std::time::Duration::ZERO).await.unwrap().is_empty(),
+        "every publication was dispatched"
+    );
     let ids: BTreeSet<Uuid> = sent.iter().map(|s| s.match_id.parse().unwrap()).collect();
     let registry = juegoland_catalog::registry().expect("the catalog");
     let report = juegoland_store::audit::audit(&*store, &registry, &seen, Some(&ids)).await.expect("read the store");

@@ -131,7 +131,10 @@ async fn crash_after_commit_before_sending(backend: Backend) {
     let id = m.parse().unwrap();
     let log = store.log(id).await.unwrap();
     assert_eq!(log.iter().map(|e| e.revision).collect::<Vec<_>>(), [0, 1, 2], "rules ran once per revision");
-    assert!(store.undispatched(100).await.unwrap().is_empty(), "the sweeper dispatched the crash's publications");
+    assert!(
+        store.undispatched(100, std::time::Duration::ZERO).await.unwrap().is_empty(),
+        "the sweeper dispatched the crash's publications"
+    );
     drop(store);
 
     // The stored match replays from its log and trace.

@@ -44,7 +44,8 @@ async fn answers(store: &dyn Store) -> Value {
         }
         matches.push(json!({ "state": state, "log": log, "receipts": receipts }));
     }
-    let undispatched: Vec<Value> = store.undispatched(10_000).await.unwrap().iter().map(publication).collect();
+    let undispatched: Vec<Value> =
+        store.undispatched(10_000, Duration::ZERO).await.unwrap().iter().map(publication).collect();
     json!({ "matches": matches, "undispatched": undispatched })
 }
 
