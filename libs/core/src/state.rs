@@ -262,6 +262,14 @@ impl Commit {
     pub fn revision_after(&self) -> Option<u64> {
         self.state.as_ref().map(|s| s.revision).or(self.expected_revision)
     }
+
+    /// Whether the participants' statuses may differ from the stored ones: a creation, or a
+    /// lifecycle event (a withdrawal) or cancellation. A command's state never changes them:
+    /// the rules' transition has no participants, and the SDK carries them over from the
+    /// position it was decided on (`erase`'s `finish`), so stores skip them for moves.
+    pub fn participants_may_change(&self) -> bool {
+        self.expected_revision.is_none() || !matches!(self.log.as_ref().map(|l| &l.op), Some(LoggedOp::Command { .. }))
+    }
 }
 
 #[cfg(test)]

@@ -515,7 +515,8 @@ impl<'a> Batch<'a> {
                     b.fired.0.push(c.match_id);
                     b.fired.1.push(generation);
                 }
-                for p in rows::participants(state) {
+                let participants = if c.participants_may_change() { rows::participants(state) } else { Vec::new() };
+                for p in participants {
                     if c.expected_revision.is_none() {
                         b.seated.ids.push(c.match_id);
                         b.seated.seats.push(p.seat);

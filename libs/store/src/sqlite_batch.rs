@@ -301,9 +301,14 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<i64,
             let Some(seq) = fenced else {
                 return Err(conflict(commit));
             };
-            // A final rejection (no state) changes nothing else of the match.
+            // A final rejection (no state) changes nothing else of the match; a move changes
+            // no participant (`Commit::participants_may_change`).
             if let Some(state) = state {
                 snapshot(conn, commit, state)?;
+            }
+            if let Some(state) = state
+                && commit.participants_may_change()
+            {
                 let mut update = conn
                     .prepare_cached(
                         "UPDATE participants SET status = ?3 WHERE match_id = ?1 AND seat = ?2 AND status <> ?3",

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use juegoland_core::LoggedOp;
+use juegoland_sdk::Lifecycle;
 use juegoland_sdk::position::ParticipantStatus;
 use sqlx::Connection;
 use uuid::Uuid;
@@ -12,14 +14,23 @@ use crate::backends::{PgBackend, SqliteBackend};
 use crate::game::Game;
 use crate::suite::Backend;
 
-/// Commits a match's creation, then one disc dropped with `p1` withdrawn in the new state.
+/// Commits a match's creation, then the revision that withdraws `p1` (a lifecycle event: only
+/// those change participants, `Commit::participants_may_change`), then a move.
 async fn play_withdrawal(backend: &impl Backend, match_id: Uuid) {
     let (mut game, created) = Game::create(match_id);
-    let mut dropped = game.drop_disc(3);
-    let mut state = dropped.state.as_deref().expect("a state").clone();
+    let mut withdrawal = game.drop_disc(3);
+    let mut state = withdrawal.state.as_deref().expect("a state").clone();
     state.position.participants.get_mut("p1").expect("seat p1").status = ParticipantStatus::Withdrawn;
-    dropped.state = Some(Arc::new(state));
-    for commit in [created, dropped] {
+    withdrawal.state = Some(Arc::new(state));
+    withdrawal.receipt = None;
+    withdrawal.log.as_mut().expect("a log entry").op =
+        LoggedOp::Lifecycle { event: Lifecycle::Withdrawal { seat: "p1".into() }, generation: None };
+    assert!(withdrawal.participants_may_change());
+    // The next move's state (from the engine, which saw no withdrawal) says p1 is active: a
+    // move's state is not read for participants.
+    let moved = game.drop_disc(4);
+    assert!(!moved.participants_may_change());
+    for commit in [created, withdrawal, moved] {
         backend.store().commit(&commit).await.expect("commit");
     }
 }
