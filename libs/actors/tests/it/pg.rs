@@ -334,13 +334,22 @@ async fn a_passivated_match_leaves_its_state_as_the_snapshot() {
     })
     .await
     .expect("the idle match passivates and leaves its snapshot");
-    let events = prom.gather().into_iter().find(|f| f.name() == "juegoland_actor_events_total").unwrap();
-    let left_count = events
-        .get_metric()
-        .iter()
-        .find(|m| m.get_label().iter().any(|l| l.value() == "snapshot_left"))
-        .map(|m| m.get_counter().get_value());
-    assert_eq!(left_count, Some(2.0), "both snapshots counted");
+    // Counted once the store answered, so a moment after the snapshot is visible.
+    let left_count = || {
+        let events = prom.gather().into_iter().find(|f| f.name() == "juegoland_actor_events_total").unwrap();
+        events
+            .get_metric()
+            .iter()
+            .find(|m| m.get_label().iter().any(|l| l.value() == "snapshot_left"))
+            .map(|m| m.get_counter().get_value())
+    };
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while left_count() != Some(2.0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("both snapshots counted: {:?}", left_count()));
     // Both play on from their snapshots.
     for m in [idle, drained] {
         assert_eq!(applied(&host.command("bob", drop_cmd(m, 200, 3, 3)).await.unwrap()), 4);
