@@ -211,16 +211,17 @@ impl Store for PgStore {
     async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError> {
         // One statement, outside the group commit (a passivation's, rare). The owner's check
         // is the claim's row: a claim committed first makes it match nothing.
+        let c = rows::SnapshotColumns::of(state)?;
         let written = sqlx::query(
             "UPDATE matches AS m SET revision = $2, phase_epoch = $3, status = $4, state = $5, updated_at = now()
              WHERE m.match_id = $1 AND m.revision < $2 AND ($6::text IS NULL OR m.owner = $6)
                AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_id = $1) = $2",
         )
         .bind(state.match_id)
-        .bind(rows::to_i64(state.revision, "revision")?)
-        .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
-        .bind(rows::match_status(state))
-        .bind(rows::encode("match state", state)?)
+        .bind(c.revision)
+        .bind(c.phase_epoch)
+        .bind(c.status)
+        .bind(c.state)
         .bind(self.owner.as_deref())
         .execute(&self.pool)
         .await

@@ -663,10 +663,11 @@ impl Columns {
         self.rules_versions.push(s.game.rules_version.clone());
         self.game_versions.push(s.game_version.clone());
         self.rules_digests.push(s.rules_digest.clone());
-        self.revisions.push(rows::to_i64(s.revision, "revision")?);
-        self.epochs.push(rows::to_i64(s.phase_epoch, "phase epoch")?);
-        self.statuses.push(rows::match_status(s));
-        self.states.push(rows::encode("match state", s)?);
+        let c = rows::SnapshotColumns::of(s)?;
+        self.revisions.push(c.revision);
+        self.epochs.push(c.phase_epoch);
+        self.statuses.push(c.status);
+        self.states.push(c.state);
         Ok(())
     }
 }

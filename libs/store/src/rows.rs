@@ -80,6 +80,26 @@ pub(crate) fn match_status(state: &MatchState) -> &'static str {
     if state.is_finished() { "finished" } else { "active" }
 }
 
+/// The `matches` columns a snapshot of `state` writes (both backends, every writer of one).
+pub(crate) struct SnapshotColumns {
+    pub revision: i64,
+    pub phase_epoch: i64,
+    pub status: &'static str,
+    /// The whole `MatchState` as JSON.
+    pub state: String,
+}
+
+impl SnapshotColumns {
+    pub(crate) fn of(state: &MatchState) -> Result<Self, StoreError> {
+        Ok(Self {
+            revision: to_i64(state.revision, "revision")?,
+            phase_epoch: to_i64(state.phase_epoch, "phase epoch")?,
+            status: match_status(state),
+            state: encode("match state", state)?,
+        })
+    }
+}
+
 /// One `participants` row.
 pub(crate) struct ParticipantRow<'a> {
     pub seat: &'a str,

@@ -217,16 +217,17 @@ impl Store for SqliteStore {
             return Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display())));
         }
         // One statement: atomic, and serialized with the writer's batches by SQLite's lock.
+        let c = rows::SnapshotColumns::of(state)?;
         let written = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE matches SET revision = $2, phase_epoch = $3, status = $4, state = $5, updated_at = {NOW}
              WHERE match_id = $1 AND revision < $2 AND ($6 IS NULL OR owner = $6)
                AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_seq = matches.seq) = $2"
         )))
         .bind(state.match_id)
-        .bind(rows::to_i64(state.revision, "revision")?)
-        .bind(rows::to_i64(state.phase_epoch, "phase epoch")?)
-        .bind(rows::match_status(state))
-        .bind(rows::encode("match state", state)?)
+        .bind(c.revision)
+        .bind(c.phase_epoch)
+        .bind(c.status)
+        .bind(c.state)
         .bind(self.owner.as_deref())
         .execute(&self.pool)
         .await

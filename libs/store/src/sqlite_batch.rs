@@ -331,14 +331,12 @@ fn snapshot(conn: &Connection, commit: &Commit, state: &MatchState) -> Result<()
     if !state.is_snapshot_point() {
         return Ok(());
     }
-    let (revision, epoch) =
-        (rows::to_i64(state.revision, "revision")?, rows::to_i64(state.phase_epoch, "phase epoch")?);
-    let encoded = rows::encode("match state", state)?;
+    let c = rows::SnapshotColumns::of(state)?;
     conn.prepare_cached(&format!(
         "UPDATE matches SET revision = ?2, phase_epoch = ?3, status = ?4, state = ?5, updated_at = {NOW}
          WHERE match_id = ?1"
     ))
-    .and_then(|mut s| s.execute(params![commit.match_id, revision, epoch, rows::match_status(state), encoded]))
+    .and_then(|mut s| s.execute(params![commit.match_id, c.revision, c.phase_epoch, c.status, c.state]))
     .map(drop)
     .map_err(|e| commit_error(commit, e))
 }
