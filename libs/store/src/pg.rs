@@ -494,6 +494,26 @@ impl Store for PgStore {
 mod tests {
     use super::*;
 
+    /// A move's row is over TOAST's threshold: its publications are compressed with LZ4 where
+    /// the server has it (migration 0011), not pglz.
+    #[tokio::test]
+    async fn revisions_publications_compress_with_lz4_where_the_server_has_it() {
+        let schema = juegoland_testkit::TestSchema::create("store_unit", "pg_publications_lz4").await;
+        let store = PgStore::connect(&schema.url()).await.unwrap();
+        let has_lz4 =
+            sqlx::query("CREATE TEMPORARY TABLE lz4_probe (x text COMPRESSION lz4)").execute(&store.pool).await.is_ok();
+        let (method,): (String,) = sqlx::query_as(
+            "SELECT attcompression::text FROM pg_attribute
+             WHERE attrelid = 'revisions'::regclass AND attname = 'publications'",
+        )
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+        assert_eq!(method, if has_lz4 { "l" } else { "" }, "the server has LZ4: {has_lz4}");
+        store.pool.close().await;
+        schema.drop_schema().await;
+    }
+
     /// The outbox reads find the waiting revisions from the watermarks: every scan of
     /// `revisions` is a key lookup by match, never a walk of the whole table or key.
     #[tokio::test]
