@@ -86,10 +86,14 @@ async fn sigkill_at(backend: Backend, point: &str) {
             matches.push((m, seats, tokens));
         }
     }
-    // The 21st time a batch's point is reached, with play in full swing; the watermarks'
-    // transaction comes every `mark_interval` (200 ms), so the 3rd.
-    let passes = if point == "store-marks-before-commit" { 2 } else { 20 };
-    let arm = format!("{point}={passes}*off->return");
+    // The 11th time a batch's point is reached, with play in full swing (twelve matches of
+    // a few dozen moves make well over 11 batches even if every batch took a move of each).
+    // The watermarks' transaction comes once per `mark_interval` (200 ms) with marks to
+    // write, and the matches may finish in a few of those: its first.
+    let arm = match point {
+        "store-marks-before-commit" => format!("{point}=return"),
+        _ => format!("{point}=10*off->return"),
+    };
     let server = Server::start_in_with_env(&dir, &args_ref, &[("FAILPOINTS", &arm)]);
     let players: Vec<_> = matches
         .into_iter()
