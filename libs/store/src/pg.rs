@@ -287,7 +287,7 @@ impl Store for PgStore {
         // revisions hold at least `limit`.
         let found: Vec<(Uuid, i64, String)> = sqlx::query_as(UNDISPATCHED)
             .bind(rows::limit(limit))
-            .bind(f64::from(u32::try_from(min_age.as_millis()).unwrap_or(u32::MAX)))
+            .bind(rows::age_ms(min_age))
             .fetch_all(&self.pool)
             .await
             .map_err(|e| store_error(PG, "list undispatched publications", e))?;
@@ -331,7 +331,7 @@ impl Store for PgStore {
     async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError> {
         // Ages are on the database clock, like `written_at`.
         let (rows, age_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
-            .bind(f64::from(u32::try_from(min_age.as_millis()).unwrap_or(u32::MAX)))
+            .bind(rows::age_ms(min_age))
             .fetch_one(&self.pool)
             .await
             .map_err(|e| store_error(PG, "measure the outbox backlog", e))?;

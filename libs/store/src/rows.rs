@@ -30,6 +30,12 @@ pub(crate) fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// An outbox read's minimum age (`Store::undispatched`, `Store::outbox_backlog`) in whole
+/// milliseconds, at most `u32::MAX` (49 days: past any sweep, and within an SQL interval).
+pub(crate) fn age_ms(min_age: std::time::Duration) -> i64 {
+    i64::from(u32::try_from(min_age.as_millis()).unwrap_or(u32::MAX))
+}
+
 /// A duration in whole milliseconds, for SQL interval arithmetic.
 pub(crate) fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)

@@ -172,11 +172,17 @@ impl SqliteStore {
         self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
+    /// Fails for a reader's handle ([`SqliteStore::open_reader`]).
+    fn writable(&self) -> Result<(), StoreError> {
+        match self.read_only {
+            true => Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display()))),
+            false => Ok(()),
+        }
+    }
+
     /// This handle's writer thread, started on first use.
     async fn writer(&self) -> Result<&Writer, StoreError> {
-        if self.read_only {
-            return Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display())));
-        }
+        self.writable()?;
         self.writer.get_or_try_init(|| async { Writer::spawn(&self.path, self.owner.clone()) }).await
     }
 }
@@ -213,9 +219,7 @@ impl Store for SqliteStore {
     }
 
     async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError> {
-        if self.read_only {
-            return Err(StoreError::Corrupt(format!("a reader of {} cannot write", self.path.display())));
-        }
+        self.writable()?;
         // One statement: atomic, and serialized with the writer's batches by SQLite's lock.
         let c = rows::SnapshotColumns::of(state)?;
         let written = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -267,7 +271,7 @@ impl Store for SqliteStore {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit` publications. Read with rusqlite, which tells a
         // compressed column from a text one (`sqlite_batch::unpack_publications`).
-        let written_by = rows::now_ms().saturating_sub(i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX));
+        let written_by = rows::now_ms() - rows::age_ms(min_age);
         rows::undispatched(self.readers.undispatched(rows::limit(limit), written_by)?, limit)
     }
 
@@ -277,7 +281,7 @@ impl Store for SqliteStore {
     }
 
     async fn outbox_backlog(&self, min_age: Duration) -> Result<OutboxBacklog, StoreError> {
-        let written_by = rows::now_ms().saturating_sub(i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX));
+        let written_by = rows::now_ms() - rows::age_ms(min_age);
         let (rows, oldest_ms): (Option<i64>, Option<i64>) = sqlx::query_as(BACKLOG)
             .bind(written_by)
             .fetch_one(&self.pool)
