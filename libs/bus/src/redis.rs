@@ -25,6 +25,9 @@
 //! its streams has news, and the next round sends, parses and blocks on every key again, so
 //! one read over all of 10,000 watched streams costs Redis and the reader O(10,000) per
 //! publication. Bounded sets keep a round cheap and let rounds of different readers overlap.
+//! After a read that returned entries the reader pauses [`RedisBusConfig::read_pause`]
+//! before the next one, so that on a busy gateway a read finds several publications waiting
+//! instead of blocking (and being woken) once per publication.
 //! Connections grow with watched matches / `streams_per_reader` (157 for 10,000 matches at
 //! the default 64), not with subscriptions: all in-process subscribers of one match share one
 //! registration (a broadcast channel). A reader whose matches are all gone keeps its
@@ -113,6 +116,14 @@ pub struct RedisBusConfig {
     /// Entries buffered per watched match in this process before a subscriber that does not
     /// keep up sees a gap. Default 1024.
     pub subscriber_buffer: usize,
+    /// How long a reader waits after a read that returned entries before it reads again, so
+    /// that the next read finds several publications waiting instead of blocking for each
+    /// one. A blocked `XREAD` costs Redis a few microseconds per key to block and again to
+    /// wake, so on a busy gateway reading back to back made each publication cost Redis one
+    /// blocked read of every key of its reader; the pause bounds the reads per reader to
+    /// about one per pause (`docs/benchmarks.md`, issue 19, has the measurements). It adds at
+    /// most that much to a delivery's latency. Default 2 ms; zero reads back to back.
+    pub read_pause: Duration,
 }
 
 impl Default for RedisBusConfig {
@@ -127,6 +138,7 @@ impl Default for RedisBusConfig {
             read_count: 512,
             streams_per_reader: 64,
             subscriber_buffer: 1024,
+            read_pause: Duration::from_millis(2),
         }
     }
 }
@@ -723,7 +735,12 @@ impl Reader {
                 xread.arg(id.to_string());
             }
             match self.wakeable(xread.query_async::<Option<StreamReadReply>>(&mut conn), client_id).await {
-                Ok(Some(reply)) => self.shared.deliver(self.index, reply),
+                Ok(Some(reply)) => {
+                    self.shared.deliver(self.index, reply);
+                    if !self.config.read_pause.is_zero() {
+                        tokio::time::sleep(self.config.read_pause).await;
+                    }
+                }
                 // The block time passed, or a new match woke the read.
                 Ok(None) => {}
                 Err(e) => return e,

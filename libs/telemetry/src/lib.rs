@@ -194,28 +194,24 @@ pub fn init(service_name: &str) -> Guard {
 }
 
 /// Installs the global subscriber: log lines on stderr filtered by `RUST_LOG` (default `info`)
-/// in `JUEGOLAND_LOG_FORMAT` (else `default_format`), plus an OpenTelemetry layer over an SDK
+/// in `JUEGOLAND_LOG_FORMAT` (else `default_format`), plus — when this process exports spans
+/// or writes JSON lines (whose `trace_id` needs it) — an OpenTelemetry layer over an SDK
 /// tracer provider whose resource names the service (`service_name` unless
 /// `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` does), and sets the W3C TraceContext
 /// propagator globally. Spans are exported in batches over OTLP/gRPC as the crate docs
 /// describe; the exporter needs a Tokio runtime, so call this inside one (without a runtime,
 /// nothing is exported).
 ///
+/// A process that neither exports nor writes JSON lines keeps no OpenTelemetry layer at all:
+/// nobody would read its spans, and the layer's per-span bookkeeping cost about 10% of a busy
+/// all-in-one's CPU and about 17% of a busy cluster's own processes (docs/benchmarks.md,
+/// issues 18 and 19). Such a process does not continue a caller's trace either, so a
+/// deployment that traces configures the exporter on every role (the Helm chart sets one
+/// endpoint for all of them).
+///
 /// Calling it again (tests) does not panic: the first subscriber stays installed, and the
 /// later calls return guards that own nothing.
 pub fn init_with(service_name: &str, default_format: LogFormat) -> Guard {
-    init_inner(service_name, default_format, false)
-}
-
-/// [`init`] for a process whose traces all start in it (the all-in-one: clients send no
-/// trace context): unless it exports spans or writes JSON lines (whose `trace_id` needs
-/// it), it installs no OpenTelemetry layer at all. That layer, kept for nobody, cost about
-/// 10% of a busy all-in-one's CPU in its per-span bookkeeping (docs/benchmarks.md, issue 18).
-pub fn init_local(service_name: &str) -> Guard {
-    init_inner(service_name, LogFormat::Text, true)
-}
-
-fn init_inner(service_name: &str, default_format: LogFormat, local: bool) -> Guard {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     if INSTALLED.load(Ordering::Acquire) {
         return Guard { provider: None };
@@ -228,7 +224,7 @@ fn init_inner(service_name: &str, default_format: LogFormat, local: bool) -> Gua
     let mut exporting = false;
     let (wanted, problem) = exporter_wanted();
     problems.extend(problem);
-    let needed = !disabled && (wanted || !local || format == LogFormat::Json);
+    let needed = !disabled && (wanted || format == LogFormat::Json);
     let provider = needed.then(|| {
         let resource = resource(service_name);
         let mut builder = SdkTracerProvider::builder().with_resource(resource);
@@ -669,9 +665,9 @@ mod tests {
     fn setup() {
         static GUARD: OnceLock<Guard> = OnceLock::new();
         GUARD.get_or_init(|| {
-            let guard = init("juegoland-telemetry-test");
+            let guard = init_with("juegoland-telemetry-test", LogFormat::Json);
             // A second call must not panic, and its guard must not stop the first one's spans.
-            drop(init("juegoland-telemetry-test"));
+            drop(init_with("juegoland-telemetry-test", LogFormat::Json));
             guard
         });
     }

@@ -184,11 +184,7 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
     };
-    match command {
-        // Clients send no trace context: without an exporter, no OpenTelemetry layer.
-        Command::Dev(_) => juegoland_telemetry::init_local(service_name),
-        _ => juegoland_telemetry::init(service_name),
-    }
+    juegoland_telemetry::init(service_name)
 }
 
 /// Every game compiled into this binary (the shared catalog).

@@ -444,12 +444,13 @@ async fn a_bot_waits_through_the_rivals_placement_then_fires_back() {
 /// The trace context of a command's commit rides on its publications: written with the outbox
 /// rows, and re-dispatched by the sweeper as stored, so a gateway delivering them late still
 /// continues the command's trace. A command whose trace nobody exports (no exporter here, no
-/// caller's context) stores none.
+/// caller's context) stores none. The process logs JSON lines, as a deployed node does, so it
+/// keeps the OpenTelemetry layer that continues a caller's trace.
 #[tokio::test]
 async fn the_sweeper_re_dispatches_publications_with_their_commits_trace_context() {
     use juegoland_bus::Bus;
     use tracing::Instrument;
-    let _telemetry = juegoland_telemetry::init("juegoland-actors-test");
+    let _telemetry = juegoland_telemetry::init_with("juegoland-actors-test", juegoland_telemetry::LogFormat::Json);
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
     let bus = Arc::new(SwitchedBus { up: false.into(), inner: LocalBus::default() });
