@@ -1,0 +1,5 @@
+//! The integration tests of `juegoland-packages`.
+
+mod rejections;
+mod schemas;
+mod support;
