@@ -29,6 +29,7 @@ pub mod manifest;
 mod package;
 pub mod plan;
 pub mod resource;
+pub mod rules;
 pub mod schema;
 mod structure;
 pub mod validate;

@@ -1,5 +1,7 @@
 //! The integration tests of `juegoland-packages`.
 
+mod catalog;
+mod plans;
 mod rejections;
 mod schemas;
 mod support;
