@@ -8,12 +8,13 @@ pub struct Rejection {
     pub file: String,
     /// A JSON pointer into that file, e.g. `/presentation/resources/2/regions/0`.
     pub pointer: String,
-    pub kind: Kind,
+    /// Boxed: rejections travel in `Result`s, which stay small.
+    pub kind: Box<Kind>,
 }
 
 impl Rejection {
     pub fn new(file: impl Into<String>, pointer: impl Into<String>, kind: Kind) -> Self {
-        Self { file: file.into(), pointer: pointer.into(), kind }
+        Self { file: file.into(), pointer: pointer.into(), kind: Box::new(kind) }
     }
 }
 
@@ -144,7 +145,14 @@ pub enum Kind {
     #[error("effect {effect:?} rejects its params: {reason}")]
     EffectParams { effect: String, reason: String },
 
+    #[error("plan step {step:?} plays {resource:?}, which is not a sound resource of the game")]
+    PlanSound { step: String, resource: String },
+    #[error("plan step {step:?} blocks on the optional sound {resource:?}: an optional sound never holds a transition")]
+    BlockingOptionalSound { step: String, resource: String },
+
     // Publishing.
+    #[error("protocolVersion {found} is not spoken by this engine: use {supported}")]
+    UnsupportedProtocol { found: u32, supported: u64 },
     #[error(
         "no rules module is registered as {0}: register the compiled module under the manifest's id and rules.version"
     )]

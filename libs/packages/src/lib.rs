@@ -17,7 +17,7 @@
 //! - Read a package directory: [`Package::read_dir`] (level 1 included).
 //! - Check it against its dependencies: [`validate::resolve`], then
 //!   [`validate::check_references`] and [`validate::check_art`].
-//! - Publish it: [`publish::publish`], which runs the seven steps in order.
+//! - Publish it: [`publish::Publisher::publish`], which runs the seven steps in order.
 //! - Check a presentation plan: [`plan::PresentationPlan::validate`].
 //!
 //! Every rejection is a [`Rejection`]: the file, a JSON pointer to the field, and a typed
@@ -28,6 +28,7 @@ pub mod lock;
 pub mod manifest;
 mod package;
 pub mod plan;
+pub mod publish;
 pub mod resource;
 pub mod rules;
 pub mod schema;

@@ -27,8 +27,8 @@ pub const FORMAT_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Manifest {
-    Game(GameManifest),
-    Library(LibraryManifest),
+    Game(Box<GameManifest>),
+    Library(Box<LibraryManifest>),
 }
 
 impl Manifest {

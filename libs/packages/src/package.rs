@@ -31,11 +31,11 @@ impl Package {
             (None, None) => return Err(Rejection::new("package", "", Kind::NoManifest)),
             (Some(bytes), None) => {
                 let (m, doc) = parse_document::<GameManifest>(GAME_MANIFEST, bytes)?;
-                (Manifest::Game(m), doc)
+                (Manifest::Game(Box::new(m)), doc)
             }
             (None, Some(bytes)) => {
                 let (m, doc) = parse_document::<LibraryManifest>(LIBRARY_MANIFEST, bytes)?;
-                (Manifest::Library(m), doc)
+                (Manifest::Library(Box::new(m)), doc)
             }
         };
         let package = Self { manifest, document, files };

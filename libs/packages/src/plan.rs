@@ -113,7 +113,10 @@ fn is_index(v: &Value) -> bool {
     v.as_u64().is_some()
 }
 
-fn object_with(params: &Value, fields: &[(&str, fn(&Value) -> bool)]) -> Result<(), String> {
+/// A parameter's name and type check.
+type Field = (&'static str, fn(&Value) -> bool);
+
+fn object_with(params: &Value, fields: &[Field]) -> Result<(), String> {
     let object = params.as_object().ok_or("params must be an object")?;
     for (name, check) in fields {
         match object.get(*name) {

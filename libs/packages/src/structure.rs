@@ -11,7 +11,6 @@ use crate::resource::Resource;
 pub(crate) fn check(package: &Package) -> Result<(), Rejection> {
     // The key is not known to be valid yet, so rejections here name the bare file.
     let label = package.manifest.file_name();
-    let at = |pointer: String, kind: Kind| Rejection::new(label, pointer, kind);
     match &package.manifest {
         Manifest::Game(m) => {
             check_format_version(label, m.format_version)?;
@@ -24,7 +23,6 @@ pub(crate) fn check(package: &Package) -> Result<(), Rejection> {
             check_library(label, m)
         }
     }
-    .map_err(|r| if r.file.is_empty() { at(r.pointer, r.kind) } else { r })
 }
 
 fn check_common(

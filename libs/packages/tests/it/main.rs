@@ -2,6 +2,7 @@
 
 mod catalog;
 mod plans;
+mod publish;
 mod rejections;
 mod schemas;
 mod support;

@@ -36,7 +36,7 @@ fn a_valid_plan_passes() {
 #[test]
 fn cycles() {
     let r = rejected(plan(vec![step("a", json!({"after": ["b"]})), step("b", json!({"after": ["a"]}))]));
-    assert!(matches!(r.kind, Kind::PlanCycle(_)), "{r}");
+    assert!(matches!(*r.kind, Kind::PlanCycle(_)), "{r}");
     assert_eq!(r.pointer, "/steps/0/trigger");
 }
 
@@ -45,12 +45,12 @@ fn unknown_effects_and_invalid_params() {
     let mut bad = step("a", json!({"after": []}));
     bad["effect"] = json!("confetti");
     let r = rejected(plan(vec![bad]));
-    assert!(matches!(r.kind, Kind::UnknownEffect(_)), "{r}");
+    assert!(matches!(*r.kind, Kind::UnknownEffect(_)), "{r}");
     assert_eq!(r.pointer, "/steps/0/effect");
     let mut bad = step("a", json!({"after": []}));
     bad["params"] = json!({"column": "three", "row": 0});
     let r = rejected(plan(vec![bad]));
-    assert!(matches!(r.kind, Kind::EffectParams { .. }) && r.to_string().contains("params.column"), "{r}");
+    assert!(matches!(*r.kind, Kind::EffectParams { .. }) && r.to_string().contains("params.column"), "{r}");
     assert_eq!(r.pointer, "/steps/0/params");
 }
 
@@ -60,28 +60,28 @@ fn unknown_markers_and_steps() {
         step("a", json!({"after": []})),
         step("b", json!({"marker": {"step": "a", "marker": "bounce"}})),
     ]));
-    assert!(matches!(r.kind, Kind::UnknownMarker { .. }), "{r}");
+    assert!(matches!(*r.kind, Kind::UnknownMarker { .. }), "{r}");
     assert_eq!(r.pointer, "/steps/1/trigger/marker");
     let r = rejected(plan(vec![step("a", json!({"after": ["z"]}))]));
-    assert!(matches!(r.kind, Kind::Unknown { what: "step", .. }), "{r}");
+    assert!(matches!(*r.kind, Kind::Unknown { what: "step", .. }), "{r}");
     assert_eq!(r.pointer, "/steps/0/trigger/after/0");
 }
 
 #[test]
 fn duplicate_ids() {
     let r = rejected(plan(vec![step("a", json!({"after": []})), step("a", json!({"after": []}))]));
-    assert!(matches!(r.kind, Kind::Duplicate { what: "step", .. }), "{r}");
+    assert!(matches!(*r.kind, Kind::Duplicate { what: "step", .. }), "{r}");
     assert_eq!(r.pointer, "/steps/1/id");
 }
 
 #[test]
 fn over_limit_plans() {
     let many = (0..129).map(|i| step(&format!("s{i}"), json!({"after": []}))).collect();
-    assert!(matches!(rejected(plan(many)).kind, Kind::TooManySteps(129)));
+    assert!(matches!(*rejected(plan(many)).kind, Kind::TooManySteps(129)));
     let mut long = step("a", json!({"after": []}));
     long["timeoutMs"] = json!(12_001);
     let r = rejected(plan(vec![long]));
-    assert!(matches!(r.kind, Kind::StepTooLong { .. }), "{r}");
+    assert!(matches!(*r.kind, Kind::StepTooLong { .. }), "{r}");
     assert_eq!(r.pointer, "/steps/0/timeoutMs");
     let chain: Vec<Value> = (0..5)
         .map(|i| {
@@ -91,7 +91,7 @@ fn over_limit_plans() {
             s
         })
         .collect();
-    assert!(matches!(rejected(plan(chain.clone())).kind, Kind::BlockingTooLong(15_000)));
+    assert!(matches!(*rejected(plan(chain.clone())).kind, Kind::BlockingTooLong(15_000)));
     // The same chain passes when its steps do not block.
     let relaxed = chain.into_iter().map(|mut s| {
         s["blocking"] = json!(false);

@@ -117,8 +117,11 @@ pub fn assets_library() -> Value {
     })
 }
 
+/// A library: its manifest and the files besides it.
+pub type Library = (Value, Vec<(&'static str, Vec<u8>)>);
+
 /// An empty asset library `id@version` depending on `dependencies`.
-pub fn art_library(id: &str, version: &str, dependencies: &[&str]) -> (Value, Vec<(&'static str, Vec<u8>)>) {
+pub fn art_library(id: &str, version: &str, dependencies: &[&str]) -> Library {
     let manifest = json!({
         "format": "juegoland.package", "formatVersion": 1, "kind": "assets", "id": id, "version": version,
         "authors": ["Juegoland"], "license": "Apache-2.0", "description": "description", "languages": ["en"],
@@ -154,7 +157,7 @@ pub struct Fixture {
     pub set: Value,
     pub customs: CustomRegistry,
     /// More published libraries, as (manifest, files besides it).
-    pub extra: Vec<(Value, Vec<(&'static str, Vec<u8>)>)>,
+    pub extra: Vec<Library>,
 }
 
 impl Fixture {
