@@ -20,32 +20,18 @@ pub fn check_module(package: &Package, game: &GameManifest, module: &dyn ErasedG
     let mismatch = |pointer: &str, what: &'static str, manifest: String, module: String| {
         Err(Rejection::new(&label, pointer, Kind::RulesMismatch { what, manifest, module }))
     };
+    let r = &game.rules;
     let versions = [
         ("/id", "the id", game.id.clone(), d.id.clone()),
-        ("/rules/version", "the rules version", game.rules.version.clone(), d.rules_version.clone()),
-        (
-            "/rules/stateSchemaVersion",
-            "the state schema version",
-            game.rules.state_schema_version.to_string(),
-            d.state_schema_version.to_string(),
-        ),
-        (
-            "/rules/viewSchemaVersion",
-            "the view schema version",
-            game.rules.view_schema_version.to_string(),
-            d.view_schema_version.to_string(),
-        ),
-        (
-            "/rules/eventSchemaVersion",
-            "the event schema version",
-            game.rules.event_schema_version.to_string(),
-            d.event_schema_version.to_string(),
-        ),
+        ("/rules/version", "the rules version", r.version.clone(), d.rules_version.clone()),
+        ("/rules/stateSchemaVersion", "the state schema version", n(r.state_schema_version), n(d.state_schema_version)),
+        ("/rules/viewSchemaVersion", "the view schema version", n(r.view_schema_version), n(d.view_schema_version)),
+        ("/rules/eventSchemaVersion", "the event schema version", n(r.event_schema_version), n(d.event_schema_version)),
         (
             "/participants",
             "the participant range",
-            format!("{}..={}", game.participants.min, game.participants.max),
-            format!("{}..={}", d.min_seats, d.max_seats),
+            range(game.participants.min, game.participants.max),
+            range(d.min_seats, d.max_seats),
         ),
     ];
     for (pointer, what, manifest, module) in versions {
@@ -82,6 +68,14 @@ pub fn check_module(package: &Package, game: &GameManifest, module: &dyn ErasedG
         return mismatch("/rules/actions", "the actions", manifest_actions.join(", "), module_actions.join(", "));
     }
     Ok(())
+}
+
+fn n(version: u32) -> String {
+    version.to_string()
+}
+
+fn range(min: u32, max: u32) -> String {
+    format!("{min}..={max}")
 }
 
 fn phase_text<'a>(

@@ -114,8 +114,6 @@ fn the_conecta4_drop_plan_has_an_impact_marker_an_optional_sound_and_a_win_highl
 /// `UPDATE_SCHEMAS=1` they are rewritten instead.
 #[test]
 fn game_schema_files_are_fresh() {
-    let update = std::env::var("UPDATE_SCHEMAS").is_ok_and(|v| v == "1");
-    let mut stale = Vec::new();
     for game in GAMES {
         let dir = game_dir(game);
         let text = std::fs::read(dir.join("game.json")).unwrap();
@@ -123,19 +121,8 @@ fn game_schema_files_are_fresh() {
             juegoland_packages::parse_document::<juegoland_packages::manifest::GameManifest>("game.json", &text)
                 .unwrap();
         let module = module(&manifest.id, &manifest.rules.version);
-        for (_, path, text) in schema_texts(&manifest, module.as_ref()) {
-            let file = dir.join(&path);
-            if update {
-                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                std::fs::write(&file, text).unwrap();
-            } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
-                stale.push(format!("{game}/package/{path}"));
-            }
-        }
+        let files: Vec<(String, String)> =
+            schema_texts(&manifest, module.as_ref()).into_iter().map(|(_, path, text)| (path, text)).collect();
+        juegoland_testkit::check_generated(&dir, &files, false, crate::REGENERATE);
     }
-    assert!(
-        stale.is_empty(),
-        "stale or missing: {}.\nRegenerate with `UPDATE_SCHEMAS=1 cargo test -p juegoland-packages` and commit the result.",
-        stale.join(", ")
-    );
 }

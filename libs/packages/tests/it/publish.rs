@@ -14,29 +14,9 @@ use juegoland_sdk::components::CustomRegistry;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use juegoland_testkit::TempDir;
+
 use crate::catalog::{game_dir, library_dir, module};
-
-/// A directory under the system's temp dir, removed when dropped.
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    pub fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("juegoland-packages-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn modules(id: &str, rules_version: &str) -> Option<Arc<dyn ErasedGame>> {
     juegoland_catalog::registry()
@@ -59,7 +39,7 @@ fn publish_libraries(registry: &Path) {
 }
 
 /// Copies a game's package into `scratch/source/<game>` so a test can break it.
-fn copy_game(scratch: &Scratch, game: &str) -> PathBuf {
+fn copy_game(scratch: &TempDir, game: &str) -> PathBuf {
     let target = scratch.path().join("source").join(game);
     copy_tree(&game_dir(game), &target);
     target
@@ -90,7 +70,7 @@ fn failure(registry: &Path, dir: &Path) -> PublishError {
 
 #[test]
 fn every_shipped_package_publishes_with_a_real_lock() {
-    let scratch = Scratch::new("publish-all");
+    let scratch = TempDir::new("publish-all");
     let registry = scratch.path().join("registry");
     publish_libraries(&registry);
     publish(&registry, &library_dir("spanish-cards")).unwrap();
@@ -141,7 +121,7 @@ fn every_shipped_package_publishes_with_a_real_lock() {
 
 #[test]
 fn step_1_missing_dependencies_and_tampered_publications() {
-    let scratch = Scratch::new("step1");
+    let scratch = TempDir::new("step1");
     let registry = scratch.path().join("registry");
     let e = failure(&registry, &game_dir("solitario"));
     assert_eq!(e.step, Step::Resolve);
@@ -162,7 +142,7 @@ fn step_1_missing_dependencies_and_tampered_publications() {
 
 #[test]
 fn step_2_missing_files() {
-    let scratch = Scratch::new("step2");
+    let scratch = TempDir::new("step2");
     let dir = copy_game(&scratch, "conecta4");
     std::fs::remove_file(dir.join("images/icon.svg")).unwrap();
     let e = failure(&scratch.path().join("registry"), &dir);
@@ -173,7 +153,7 @@ fn step_2_missing_files() {
 
 #[test]
 fn step_3_missing_translations() {
-    let scratch = Scratch::new("step3");
+    let scratch = TempDir::new("step3");
     let dir = copy_game(&scratch, "hundido");
     edit_manifest(&dir, |m| {
         m["translations"]["en"].as_object_mut().unwrap().remove("fleet.alt");
@@ -185,7 +165,7 @@ fn step_3_missing_translations() {
 
 #[test]
 fn step_4_the_module_must_agree_with_the_manifest() {
-    let scratch = Scratch::new("step4");
+    let scratch = TempDir::new("step4");
     let registry = scratch.path().join("registry");
     let dir = copy_game(&scratch, "conecta4");
     edit_manifest(&dir, |m| m["rules"]["phases"][0]["stages"][0]["actions"] = json!(["drop", "pass"]));
@@ -216,7 +196,7 @@ fn step_4_the_module_must_agree_with_the_manifest() {
 
 #[test]
 fn step_5_schema_files_must_be_the_modules() {
-    let scratch = Scratch::new("step5");
+    let scratch = TempDir::new("step5");
     let dir = copy_game(&scratch, "conecta4");
     std::fs::write(dir.join("schemas/view.json"), b"{\"type\": \"object\"}\n").unwrap();
     let e = failure(&scratch.path().join("registry"), &dir);
@@ -227,7 +207,7 @@ fn step_5_schema_files_must_be_the_modules() {
 
 #[test]
 fn step_6_protocol_and_presentation_conformance() {
-    let scratch = Scratch::new("step6");
+    let scratch = TempDir::new("step6");
     let registry = scratch.path().join("registry");
     let dir = copy_game(&scratch, "conecta4");
     edit_manifest(&dir, |m| m["protocolVersion"] = json!(2));
@@ -252,7 +232,7 @@ fn step_6_protocol_and_presentation_conformance() {
 
 #[test]
 fn step_7_a_published_version_is_immutable() {
-    let scratch = Scratch::new("step7");
+    let scratch = TempDir::new("step7");
     let registry = scratch.path().join("registry");
     let first = publish(&registry, &game_dir("conecta4")).unwrap();
     let e = failure(&registry, &game_dir("conecta4"));

@@ -126,28 +126,18 @@ fn missing_dependencies() {
 }
 
 #[test]
-fn component_libraries_depending_on_assets() {
+fn libraries_depending_across_kinds() {
+    // A component library on an asset library: rules would load images.
     let mut f = Fixture::new();
     f.components["dependencies"] = json!(["art-base@1.0.0"]);
     f.extra.push(art_library("art-base", "1.0.0", &[]));
-    assert_rejected!(
-        f,
-        Kind::WrongDependencyKind { from: "components", to: "assets", .. },
-        "cards@1.0.0/package.json",
-        "/dependencies/0"
-    );
-}
-
-#[test]
-fn asset_libraries_depending_on_components() {
+    let file = "cards@1.0.0/package.json";
+    assert_rejected!(f, Kind::WrongDependencyKind { from: "components", to: "assets", .. }, file, "/dependencies/0");
+    // The reverse: an asset library on a component library.
     let mut f = Fixture::new();
     f.assets["dependencies"] = json!(["cards@1.0.0"]);
-    assert_rejected!(
-        f,
-        Kind::WrongDependencyKind { from: "assets", to: "components", .. },
-        "cards-art@1.0.0/package.json",
-        "/dependencies/0"
-    );
+    let file = "cards-art@1.0.0/package.json";
+    assert_rejected!(f, Kind::WrongDependencyKind { from: "assets", to: "components", .. }, file, "/dependencies/0");
 }
 
 #[test]
