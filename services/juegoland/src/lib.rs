@@ -3,7 +3,7 @@
 //! cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
-//! edge) and `replay`. Must not use: another service crate.
+//! edge), `replay` and `publish`. Must not use: another service crate.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use tracing::info;
 
 pub mod cluster;
 pub mod dev_secret;
+pub mod publish;
 pub mod replay;
 
 #[derive(Parser, Debug)]
@@ -54,6 +55,10 @@ pub enum Command {
     /// Start a local cluster on loopback: PostgreSQL-backed nodes and routers as child
     /// processes of this binary, restarted if they exit; Ctrl-C drains them all.
     Cluster(cluster::ClusterConfig),
+    /// Publish a package directory: the seven steps of spec/packages.md in order (structure
+    /// and exact dependencies, files and references, art and translations, the compiled rules
+    /// module against the manifest, schemas, conformance, lock and immutable publication).
+    Publish(publish::PublishConfig),
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
@@ -183,10 +188,11 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Gateway(_) => "juegoland-gateway",
         Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
+        Command::Publish(_) => "juegoland-publish",
     };
     match command {
         // Clients send no trace context: without an exporter, no OpenTelemetry layer.
-        Command::Dev(_) => juegoland_telemetry::init_local(service_name),
+        Command::Dev(_) | Command::Publish(_) => juegoland_telemetry::init_local(service_name),
         _ => juegoland_telemetry::init(service_name),
     }
 }
@@ -210,6 +216,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
         Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
+        Command::Publish(config) => publish::run(config),
     }
 }
 
