@@ -4,7 +4,7 @@
 
 use juegoland_packages::Kind;
 use juegoland_sdk::components::CustomRegistry;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{Fixture, art_library};
 
@@ -37,33 +37,41 @@ fn unknown_fields() {
     assert_rejected!(f, Kind::UnknownField { .. }, "cards-art@1.0.0/sets/standard.json", "/slots/AS/angle");
 }
 
+/// The valid fixture with `value` put at `pointer` of the game manifest.
+fn with_game(pointer: &str, value: Value) -> Fixture {
+    let mut f = Fixture::new();
+    *f.game.pointer_mut(pointer).expect("the fixture has the field") = value;
+    f
+}
+
 #[test]
 fn latest() {
-    let mut f = Fixture::new();
-    f.game["dependencies"][0] = json!("cards@latest");
-    assert_rejected!(f, Kind::LatestVersion(_), "game.json", "/dependencies/0");
-    let mut f = Fixture::new();
-    f.game["version"] = json!("latest");
-    assert_rejected!(f, Kind::LatestVersion(_), "game.json", "/version");
+    assert_rejected!(
+        with_game("/dependencies/0", json!("cards@latest")),
+        Kind::LatestVersion(_),
+        "game.json",
+        "/dependencies/0"
+    );
+    assert_rejected!(with_game("/version", json!("latest")), Kind::LatestVersion(_), "game.json", "/version");
 }
 
 #[test]
 fn ranges() {
     for range in ["^1.0.0", "~1.0.0", ">=1.0.0", "1.x"] {
-        let mut f = Fixture::new();
-        f.game["dependencies"][0] = json!(format!("cards@{range}"));
+        let f = with_game("/dependencies/0", json!(format!("cards@{range}")));
         assert_rejected!(f, Kind::VersionRange(_), "game.json", "/dependencies/0");
     }
 }
 
 #[test]
 fn partial_versions_like_at_1() {
-    let mut f = Fixture::new();
-    f.game["dependencies"][0] = json!("cards@1");
-    assert_rejected!(f, Kind::PartialVersion(_), "game.json", "/dependencies/0");
-    let mut f = Fixture::new();
-    f.game["rules"]["version"] = json!("1.2");
-    assert_rejected!(f, Kind::PartialVersion(_), "game.json", "/rules/version");
+    assert_rejected!(
+        with_game("/dependencies/0", json!("cards@1")),
+        Kind::PartialVersion(_),
+        "game.json",
+        "/dependencies/0"
+    );
+    assert_rejected!(with_game("/rules/version", json!("1.2")), Kind::PartialVersion(_), "game.json", "/rules/version");
 }
 
 #[test]
