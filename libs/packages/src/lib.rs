@@ -18,6 +18,7 @@
 //! - Check it against its dependencies: [`validate::resolve`], then
 //!   [`validate::check_references`] and [`validate::check_art`].
 //! - Publish it: [`publish::Publisher::publish`], which runs the seven steps in order.
+//! - Serve a published package's public files: [`public::public_lock`], [`public::public_file`].
 //! - Check a presentation plan: [`plan::PresentationPlan::validate`].
 //!
 //! Every rejection is a [`Rejection`]: the file, a JSON pointer to the field, and a typed
@@ -28,6 +29,7 @@ pub mod lock;
 pub mod manifest;
 mod package;
 pub mod plan;
+pub mod public;
 pub mod publish;
 pub mod resource;
 pub mod rules;

@@ -171,6 +171,9 @@ pub struct DevConfig {
     /// Client messages a connection may send in a burst.
     #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
     pub rate_burst: u32,
+    /// Published packages whose public files `GET /v1/packages/…` serves.
+    #[command(flatten)]
+    pub packages: publish::RegistryConfig,
 }
 
 /// Logs as structured lines (`RUST_LOG` filters, default `info`; human text unless
@@ -277,6 +280,7 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
             burst: config.rate_burst,
             ..Default::default()
         },
+        packages: Some(config.packages.registry.clone()),
     };
     let edge = EdgeState::new(
         Arc::new(host.clone()),

@@ -11,15 +11,23 @@ use juegoland_packages::publish::Publisher;
 use juegoland_sdk::ErasedGame;
 use juegoland_sdk::components::CustomRegistry;
 
+/// Where published packages live: `juegoland publish` writes there, `juegoland dev` serves
+/// their public files.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RegistryConfig {
+    /// The registry directory of published packages (`<registry>/<id>/<version>/`).
+    #[arg(long, env = "JUEGOLAND_REGISTRY", default_value = "data/packages")]
+    pub registry: PathBuf,
+}
+
 /// Settings of `juegoland publish`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PublishConfig {
-    /// The package directory: a game's (`game.json`) or a library's (`package.json`).
+    /// The package directory: a game's (`game.json`) or a library's (`package.json`); its
+    /// dependencies must already be published in the registry.
     pub dir: PathBuf,
-    /// The registry directory published packages live in (`<registry>/<id>/<version>/`);
-    /// dependencies must already be published there.
-    #[arg(long, env = "JUEGOLAND_REGISTRY", default_value = "data/packages")]
-    pub registry: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryConfig,
 }
 
 /// Publishes `config.dir` and prints where, with the package and lock digests.
@@ -35,8 +43,12 @@ pub fn run(config: PublishConfig) -> anyhow::Result<()> {
     // validator here, and the publisher refuses the kind until then.
     let customs = CustomRegistry::new();
     let effects = EffectRegistry::standard();
-    let publisher =
-        Publisher { registry: config.registry.clone(), modules: &modules, customs: &customs, effects: &effects };
+    let publisher = Publisher {
+        registry: config.registry.registry.clone(),
+        modules: &modules,
+        customs: &customs,
+        effects: &effects,
+    };
     let publication = publisher.publish(&config.dir)?;
     let key = juegoland_packages::lock::PackageKey { id: publication.id.clone(), version: publication.version.clone() };
     println!("published {key} ({}) in {}", publication.kind.name(), publisher.package_dir(&key).display());

@@ -246,3 +246,39 @@ fn step_7_a_published_version_is_immutable() {
         std::fs::read_dir(registry.join("conecta4")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, ["1.0.0"], "no staging directory is left behind");
 }
+
+#[test]
+fn the_public_view_serves_only_locked_public_files() {
+    use juegoland_packages::public::{PublicError, public_file, public_lock};
+    let temp = TempDir::new("public");
+    let registry = temp.path().join("registry");
+    publish(&registry, &game_dir("conecta4")).unwrap();
+    let lock = public_lock(&registry, "conecta4", "1.0.0").unwrap();
+    let paths: Vec<&str> = lock.packages[0].files.iter().map(|f| f.path.as_str()).collect();
+    assert!(paths.contains(&"images/cover.svg") && paths.contains(&"sounds/drop.wav"), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.starts_with("rules/")), "no private rules file: {paths:?}");
+    let cover = public_file(&registry, "conecta4", "1.0.0", "images/cover.svg").unwrap();
+    assert_eq!(cover.media_type, "image/svg+xml");
+    assert_eq!(cover.bytes, std::fs::read(game_dir("conecta4").join("images/cover.svg")).unwrap());
+    for (id, version, path) in [
+        ("conecta4", "1.0.0", "rules/data.json"),
+        ("conecta4", "1.0.0", "lock.json"),
+        ("conecta4", "1.0.0", "publication.json"),
+        ("conecta4", "1.0.0", "../conecta4/1.0.0/rules/data.json"),
+        ("conecta4", "2.0.0", "images/cover.svg"),
+        ("conecta4", "latest", "images/cover.svg"),
+        ("..", "1.0.0", "images/cover.svg"),
+    ] {
+        let refused = public_file(&registry, id, version, path);
+        assert!(matches!(refused, Err(PublicError::NotFound)), "{id} {version} {path}: {refused:?}");
+    }
+    // A file changed behind the registry's back is never served.
+    let cover_path = registry.join("conecta4/1.0.0/images/cover.svg");
+    let mut permissions = std::fs::metadata(&cover_path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&cover_path, permissions).unwrap();
+    std::fs::write(&cover_path, b"<svg/>").unwrap();
+    let refused = public_file(&registry, "conecta4", "1.0.0", "images/cover.svg");
+    assert!(matches!(refused, Err(PublicError::Corrupt(_))), "{refused:?}");
+}

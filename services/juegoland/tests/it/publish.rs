@@ -56,3 +56,35 @@ fn publish_a_game_after_its_libraries_and_never_twice() {
     let stderr = text(&again.stderr);
     assert!(stderr.contains("publish step 7") && stderr.contains("already published"), "{stderr}");
 }
+
+/// `GET /v1/packages/{id}/{version}[/{path}]` serves the public subset of a published lock,
+/// and nothing else: not a private rules file, not the lock's record.
+#[tokio::test]
+async fn the_dev_server_serves_only_public_package_files() {
+    let temp = TempDir::new("public-packages");
+    let registry = temp.path().join("registry");
+    let out = publish(&registry, "libs/games/conecta4/package");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let server = crate::client::Server::start(&["--registry", registry.to_str().unwrap()]);
+    let addr = server.addr.to_string();
+
+    let (status, lock) = server.http("GET", "/v1/packages/conecta4/1.0.0", None).await;
+    assert_eq!(status, 200, "{lock}");
+    let files = lock["packages"][0]["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["path"] == "images/icon.svg"));
+    assert!(files.iter().all(|f| !f["path"].as_str().unwrap().starts_with("rules/")), "{lock}");
+
+    let (status, head, body) =
+        crate::client::http_raw(&addr, "GET", "/v1/packages/conecta4/1.0.0/images/icon.svg", b"").await;
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: image/svg+xml") && head.contains("immutable"), "{head}");
+    let icon = std::fs::read(workspace().join("libs/games/conecta4/package/images/icon.svg")).unwrap();
+    assert_eq!(body.as_bytes(), icon.as_slice());
+
+    for path in ["rules/data.json", "lock.json", "publication.json", "images/nope.svg"] {
+        let (status, body) = server.http("GET", &format!("/v1/packages/conecta4/1.0.0/{path}"), None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("NOT_FOUND")), "{path}: {body}");
+    }
+    let (status, _) = server.http("GET", "/v1/packages/conecta4/9.9.9", None).await;
+    assert_eq!(status, 404);
+}
