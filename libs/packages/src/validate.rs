@@ -459,13 +459,15 @@ fn check_catalog(package: &Package, game: &GameManifest) -> Result<(), Rejection
 fn check_coverage(tree: &Tree<'_>, package: &Package, game: &GameManifest) -> Result<(), Rejection> {
     for (i, binding) in game.presentation.bindings.iter().enumerate() {
         let pointer = format!("/presentation/bindings/{i}/resourceSet");
-        let Some(component) = game.components.iter().find(|c| c.component_id == binding.component_id) else {
+        // Step 2 has checked that every binding names a declared component.
+        let Some((c, component)) =
+            game.components.iter().enumerate().find(|(_, c)| c.component_id == binding.component_id)
+        else {
             continue;
         };
         let set_target = tree.target(package, &binding.resource_set, PackageKind::Assets, &pointer)?;
         let set: ResourceSet = set_target.owner.parse_file(set_target.path, &pointer)?;
-        let def_pointer =
-            format!("/components/{}/definition", game.components.iter().position(|c| c == component).unwrap_or(0));
+        let def_pointer = format!("/components/{c}/definition");
         let def_target = tree.target(package, &component.definition, PackageKind::Components, &def_pointer)?;
         let definition: ComponentDefinition = def_target.owner.parse_file(def_target.path, &def_pointer)?;
         let ids: Vec<&str> = match &definition {
