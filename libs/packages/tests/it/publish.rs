@@ -64,6 +64,15 @@ fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 }
 
+/// Overwrites a published (read-only) file, as something behind the registry's back would.
+fn tamper(path: &Path, bytes: &[u8]) {
+    let mut permissions = std::fs::metadata(path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(path, permissions).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
 fn failure(registry: &Path, dir: &Path) -> PublishError {
     publish(registry, dir).expect_err("publishing must fail")
 }
@@ -129,12 +138,7 @@ fn step_1_missing_dependencies_and_tampered_publications() {
     assert_eq!(e.rejection.pointer, "/dependencies/0");
     publish_libraries(&registry);
     // A published file changed behind the registry's back no longer matches its record.
-    let js = registry.join("cards-poker/1.0.0/graphics/poker.js");
-    let mut permissions = std::fs::metadata(&js).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    permissions.set_readonly(false);
-    std::fs::set_permissions(&js, permissions).unwrap();
-    std::fs::write(&js, b"export default {};").unwrap();
+    tamper(&registry.join("cards-poker/1.0.0/graphics/poker.js"), b"export default {};");
     let e = failure(&registry, &game_dir("solitario"));
     assert_eq!(e.step, Step::Resolve);
     assert!(matches!(*e.rejection.kind, Kind::LoadCheck(_)) && e.rejection.pointer == "/packageDigest", "{e}");
@@ -273,12 +277,7 @@ fn the_public_view_serves_only_locked_public_files() {
         assert!(matches!(refused, Err(PublicError::NotFound)), "{id} {version} {path}: {refused:?}");
     }
     // A file changed behind the registry's back is never served.
-    let cover_path = registry.join("conecta4/1.0.0/images/cover.svg");
-    let mut permissions = std::fs::metadata(&cover_path).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    permissions.set_readonly(false);
-    std::fs::set_permissions(&cover_path, permissions).unwrap();
-    std::fs::write(&cover_path, b"<svg/>").unwrap();
+    tamper(&registry.join("conecta4/1.0.0/images/cover.svg"), b"<svg/>");
     let refused = public_file(&registry, "conecta4", "1.0.0", "images/cover.svg");
     assert!(matches!(refused, Err(PublicError::Corrupt(_))), "{refused:?}");
 }
