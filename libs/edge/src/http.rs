@@ -1,5 +1,6 @@
 //! The HTTP surface: the catalog, the platform's create/withdraw calls, dev tokens, the
-//! WebSocket upgrade, the Socket.IO layer, the page, metrics and health.
+//! WebSocket upgrade, the Socket.IO layer, the page, metrics and health, and the public files
+//! of published packages.
 //!
 //! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
 //! `{"code": …, "message": …, "field"?: …}` with a fitting status, never a stack trace: the
@@ -8,6 +9,7 @@
 //! offending part of the request (a JSON path such as `seats.p1`) where there is one.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -21,6 +23,7 @@ use axum::{Json, Router};
 use juegoland_api::{MatchError, Matches};
 use juegoland_bus::Bus;
 use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
+use juegoland_packages::public::{PublicError, public_file, public_lock};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -48,6 +51,8 @@ struct Inner {
     /// The bearer token the platform back end must present on platform calls; `None` leaves
     /// them open (dev profile only).
     platform_token: Option<String>,
+    /// The registry of published packages whose public files are served.
+    packages: Option<PathBuf>,
 }
 
 /// Options of the edge.
@@ -59,6 +64,9 @@ pub struct EdgeOptions {
     pub platform_api: bool,
     pub platform_token: Option<String>,
     pub gateway: GatewayConfig,
+    /// Serve the public files of the packages published in this registry directory
+    /// (`GET /v1/packages/{id}/{version}` and `…/{path}`); `None` serves none.
+    pub packages: Option<PathBuf>,
 }
 
 impl EdgeState {
@@ -81,6 +89,7 @@ impl EdgeState {
                 dev: options.dev,
                 platform_api: options.platform_api,
                 platform_token: options.platform_token,
+                packages: options.packages,
             }),
         })
     }
@@ -120,6 +129,11 @@ pub fn router(state: EdgeState) -> Router {
     }
     if state.inner.dev {
         r = r.route("/v1/dev/tokens", post(dev_token));
+    }
+    if state.inner.packages.is_some() {
+        r = r
+            .route("/v1/packages/{id}/{version}", get(package_lock))
+            .route("/v1/packages/{id}/{version}/{*path}", get(package_file));
     }
     // The same protocol over Socket.IO, at socketioxide's default path `/socket.io`.
     let socket_io = state.inner.gateway.clone().map(|gateway| crate::sio::layer(gateway, state.inner.tokens.clone()));
@@ -181,6 +195,54 @@ fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
     de.end().map_err(|e| invalid(e.to_string()))?;
     Ok(value)
 }
+
+/// Runs a public-package read off the async threads (it reads and hashes files) and maps
+/// its refusal: anything not public is one 404, a corrupt publication a logged 500.
+async fn public_package<T: Send + 'static>(
+    state: &EdgeState,
+    what: String,
+    read: impl FnOnce(&std::path::Path) -> Result<T, PublicError> + Send + 'static,
+) -> Result<T, Problem> {
+    let registry = state.inner.packages.clone().expect("package routes exist only with a registry");
+    let internal = || problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error");
+    match tokio::task::spawn_blocking(move || read(&registry)).await.map_err(|_| internal())? {
+        Ok(value) => Ok(value),
+        Err(PublicError::NotFound) => Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no public {what}"))),
+        Err(e @ PublicError::Corrupt(_)) => {
+            tracing::error!(error = %e, "serve a published package");
+            Err(internal())
+        }
+    }
+}
+
+/// `GET /v1/packages/{id}/{version}`: the package's lock with only its public files.
+async fn package_lock(
+    State(state): State<EdgeState>,
+    Path((id, version)): Path<(String, String)>,
+) -> Result<Response, Problem> {
+    let what = format!("package {id}@{version}");
+    let lock = public_package(&state, what, move |registry| public_lock(registry, &id, &version)).await?;
+    Ok(([(header::CACHE_CONTROL, IMMUTABLE)], Json(lock)).into_response())
+}
+
+/// `GET /v1/packages/{id}/{version}/{path}`: one public file, as its lock lists it.
+async fn package_file(
+    State(state): State<EdgeState>,
+    Path((id, version, path)): Path<(String, String, String)>,
+) -> Result<Response, Problem> {
+    let what = format!("file {path} in {id}@{version}");
+    let file = public_package(&state, what, move |registry| public_file(registry, &id, &version, &path)).await?;
+    let headers = [
+        (header::CONTENT_TYPE, file.media_type),
+        (header::ETAG, format!("\"{}\"", file.sha256)),
+        (header::CACHE_CONTROL, IMMUTABLE.to_owned()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+    ];
+    Ok((headers, file.bytes).into_response())
+}
+
+/// A published version never changes, so its files may be cached for good.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// 404 for a path this process does not serve.
 async fn no_route(method: Method, uri: Uri) -> Problem {

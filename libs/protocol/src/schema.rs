@@ -33,7 +33,12 @@ pub struct SchemaFile {
 
 impl SchemaFile {
     fn generate<T: JsonSchema>(name: &str) -> Self {
-        let id = schema_id(name);
+        Self::with_id::<T>(name, schema_id(name))
+    }
+
+    /// The schema of `T` as file `<name>.json` with the given `$id`: how other contracts
+    /// (the packages' manifests, locks and plans) publish their schemas the same way.
+    pub fn with_id<T: JsonSchema>(name: &str, id: String) -> Self {
         let mut schema = SchemaGenerator::default().into_root_schema_for::<T>().to_value();
         if let Value::Object(object) = &mut schema {
             object.insert("$id".to_owned(), Value::String(id.clone()));

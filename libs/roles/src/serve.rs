@@ -411,6 +411,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
             shutdown: shutdown.clone(),
             ..Default::default()
         },
+        packages: None,
     };
     let edge =
         EdgeState::new(Arc::new(forwarder), Some(bus), tokens, prometheus, options).context("register edge metrics")?;

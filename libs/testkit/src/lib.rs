@@ -1,6 +1,7 @@
 //! Test support shared by the integration tests of the crates that store to PostgreSQL.
 //!
-//! Owns: [`TempDir`], the shared test server ([`pg_url`], [`pg_admin`]), a unique schema per
+//! Owns: [`TempDir`], the freshness check of committed generated files ([`check_generated`]),
+//! the shared test server ([`pg_url`], [`pg_admin`]), a unique schema per
 //! test on it ([`TestSchema`]), and private servers that a test crashes and restarts
 //! ([`ThrowawayPg`]). Used only under `[dev-dependencies]`.
 //! Must not use: any other workspace crate (it sits below the crates whose tests use it,
@@ -15,6 +16,7 @@
 //!   `/usr/lib/postgresql/*/bin` (`JUEGOLAND_TEST_PG_BIN` overrides); for Redis,
 //!   [`PrivateRedis`] (`redis-server` on a free port).
 
+mod generated;
 mod pg;
 mod process;
 mod redis;
@@ -23,6 +25,7 @@ mod throwaway;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use generated::{UPDATE_ENV, check_generated};
 pub use pg::{DEFAULT_PG_URL, TestSchema, pg_admin, pg_url};
 pub use process::announced_line;
 pub use redis::PrivateRedis;

@@ -17,7 +17,7 @@ pub enum Layer {
     /// `libs/core`: the engine pipeline, counters, receipts, replay. Uses the SDK and the
     /// protocol, knows no game by name and does no IO.
     Core,
-    /// `libs/package`: manifests, lock, digest. Uses the SDK and the protocol; no network,
+    /// `libs/packages`: manifests, lock, digest. Uses the SDK and the protocol; no network,
     /// no database.
     Package,
     /// Every other `libs/*` crate (store, bus, actors, edge, telemetry, cluster, tidy, …).
@@ -62,7 +62,7 @@ impl Layer {
             Layer::Game => "libs/games/<game>",
             Layer::Protocol => "libs/protocol",
             Layer::Core => "libs/core",
-            Layer::Package => "libs/package",
+            Layer::Package => "libs/packages",
             Layer::Infra => "libs/<name>",
             Layer::Service => "services/<name>",
             Layer::Tool => "loadtest",
@@ -130,7 +130,7 @@ pub fn layer_of(dir: &str) -> Option<Layer> {
         ["libs", "games", _] => Some(Layer::Game),
         ["libs", "protocol"] => Some(Layer::Protocol),
         ["libs", "core"] => Some(Layer::Core),
-        ["libs", "package"] => Some(Layer::Package),
+        ["libs", "packages"] => Some(Layer::Package),
         // `libs/games` itself is the games' folder, not a crate.
         ["libs", "games"] => None,
         // The guard is infra, and dev-only (see `DEV_ONLY_DIRS`).
@@ -153,7 +153,7 @@ mod tests {
             ("libs/games/conecta4", Some(Layer::Game)),
             ("libs/protocol", Some(Layer::Protocol)),
             ("libs/core", Some(Layer::Core)),
-            ("libs/package", Some(Layer::Package)),
+            ("libs/packages", Some(Layer::Package)),
             ("libs/store", Some(Layer::Infra)),
             ("libs/tidy", Some(Layer::Infra)),
             ("services/juegoland", Some(Layer::Service)),

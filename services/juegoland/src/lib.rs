@@ -3,7 +3,7 @@
 //! cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
-//! edge) and `replay`. Must not use: another service crate.
+//! edge), `replay` and `publish`. Must not use: another service crate.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use tracing::info;
 
 pub mod cluster;
 pub mod dev_secret;
+pub mod publish;
 pub mod replay;
 
 #[derive(Parser, Debug)]
@@ -54,6 +55,10 @@ pub enum Command {
     /// Start a local cluster on loopback: PostgreSQL-backed nodes and routers as child
     /// processes of this binary, restarted if they exit; Ctrl-C drains them all.
     Cluster(cluster::ClusterConfig),
+    /// Publish a package directory: the seven steps of spec/packages.md in order (structure
+    /// and exact dependencies, files and references, art and translations, the compiled rules
+    /// module against the manifest, schemas, conformance, lock and immutable publication).
+    Publish(publish::PublishConfig),
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
@@ -166,6 +171,9 @@ pub struct DevConfig {
     /// Client messages a connection may send in a burst.
     #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
     pub rate_burst: u32,
+    /// Published packages whose public files `GET /v1/packages/…` serves.
+    #[command(flatten)]
+    pub packages: publish::RegistryConfig,
 }
 
 /// Logs as structured lines (`RUST_LOG` filters, default `info`; human text unless
@@ -183,6 +191,7 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Gateway(_) => "juegoland-gateway",
         Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
+        Command::Publish(_) => "juegoland-publish",
     };
     juegoland_telemetry::init(service_name)
 }
@@ -206,6 +215,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
         Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
+        Command::Publish(config) => publish::run(config),
     }
 }
 
@@ -266,6 +276,7 @@ async fn dev(config: DevConfig) -> anyhow::Result<()> {
             burst: config.rate_burst,
             ..Default::default()
         },
+        packages: Some(config.packages.registry.clone()),
     };
     let edge = EdgeState::new(
         Arc::new(host.clone()),

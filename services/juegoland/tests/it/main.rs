@@ -14,6 +14,7 @@ mod logs;
 mod migration;
 mod operations;
 mod page;
+mod publish;
 mod scheduler;
 mod socketio;
 mod tracing;

@@ -1,0 +1,84 @@
+//! The public view of published packages, for the resources API
+//! (`GET /v1/packages/{id}/{version}` and `…/{path}`): only the authorized subset of a lock —
+//! the files with a public URL — never a private rules file, never the lock's own record,
+//! never anything per match (a published package holds nothing per match).
+//!
+//! Every request is checked against the lock: the id, version and path must be well formed
+//! (so a path cannot leave the package), the lock must hash to its recorded digest, the file
+//! must be listed with a URL, and its bytes must hash to the locked SHA-256.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::Rejection;
+use crate::lock::{LOCK_FILE, Lock, PUBLICATION_FILE, PackageKey};
+use crate::package::parse_document;
+use crate::publish::Publication;
+use crate::structure::{check_package_id, check_path, check_version};
+
+/// Why a public request gets nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum PublicError {
+    /// Not published, not a public file, or not a well-formed request: the same answer for
+    /// all three, so a private file's existence is not revealed.
+    #[error("no such public package file")]
+    NotFound,
+    /// The published directory no longer matches its lock.
+    #[error("the published package is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// A public file's bytes with what the lock says of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicFile {
+    pub media_type: String,
+    pub sha256: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The lock of `id@version` with only the files a browser may fetch.
+pub fn public_lock(registry: &Path, id: &str, version: &str) -> Result<Lock, PublicError> {
+    let mut lock = verified_lock(registry, id, version)?;
+    for package in &mut lock.packages {
+        package.files.retain(|f| f.url.is_some());
+    }
+    Ok(lock)
+}
+
+/// The public file `path` of `id@version`.
+pub fn public_file(registry: &Path, id: &str, version: &str, path: &str) -> Result<PublicFile, PublicError> {
+    check_path(path).map_err(|_| PublicError::NotFound)?;
+    let lock = verified_lock(registry, id, version)?;
+    let entry = lock
+        .packages
+        .iter()
+        .filter(|p| p.id == id)
+        .flat_map(|p| p.files.iter())
+        .find(|f| f.path == path && f.url.is_some())
+        .ok_or(PublicError::NotFound)?;
+    let bytes = std::fs::read(registry.join(id).join(version).join(path))
+        .map_err(|e| PublicError::Corrupt(format!("read {path}: {e}")))?;
+    if hex::encode(Sha256::digest(&bytes)) != entry.sha256 {
+        return Err(PublicError::Corrupt(format!("{path} does not hash to its locked SHA-256")));
+    }
+    Ok(PublicFile { media_type: entry.media_type.clone(), sha256: entry.sha256.clone(), bytes })
+}
+
+fn verified_lock(registry: &Path, id: &str, version: &str) -> Result<Lock, PublicError> {
+    check_package_id(id).map_err(|_| PublicError::NotFound)?;
+    check_version(version).map_err(|_| PublicError::NotFound)?;
+    let dir = registry.join(id).join(version);
+    let corrupt = |r: Rejection| PublicError::Corrupt(r.to_string());
+    let lock_bytes = std::fs::read(dir.join(LOCK_FILE)).map_err(|_| PublicError::NotFound)?;
+    let record_bytes =
+        std::fs::read(dir.join(PUBLICATION_FILE)).map_err(|e| PublicError::Corrupt(format!("read the record: {e}")))?;
+    let key = PackageKey { id: id.to_owned(), version: version.to_owned() };
+    let (lock, _) = parse_document::<Lock>(&format!("{key}/{LOCK_FILE}"), &lock_bytes).map_err(corrupt)?;
+    let (record, _) =
+        parse_document::<Publication>(&format!("{key}/{PUBLICATION_FILE}"), &record_bytes).map_err(corrupt)?;
+    if lock.root != key || lock.digest() != record.lock_digest {
+        return Err(PublicError::Corrupt("the lock does not hash to the recorded lock digest".into()));
+    }
+    Ok(lock)
+}

@@ -1,0 +1,128 @@
+//! The packages the project ships: every catalog game's and the libraries'. They validate at
+//! levels 1-3 (files exist, with their media types and sizes), their schema files are what
+//! the compiled modules generate, and the shared deck files are the SDK's definitions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use juegoland_packages::manifest::{Manifest, PackageKind};
+use juegoland_packages::plan::{EffectRegistry, PresentationPlan};
+use juegoland_packages::rules::{check_module, check_schemas, schema_texts};
+use juegoland_packages::validate::{self, Available};
+use juegoland_packages::{Package, Rejection};
+use juegoland_sdk::ErasedGame;
+use juegoland_sdk::components::{ComponentDefinition, CustomRegistry, poker52};
+
+use crate::support::crate_dir;
+
+pub const GAMES: [&str; 3] = ["conecta4", "hundido", "solitario"];
+pub const LIBRARIES: [&str; 3] = ["playing-cards", "spanish-cards", "cards-poker"];
+
+pub fn game_dir(game: &str) -> PathBuf {
+    crate_dir().join("../games").join(game).join("package")
+}
+
+pub fn library_dir(library: &str) -> PathBuf {
+    crate_dir().join("libraries").join(library)
+}
+
+pub fn module(id: &str, rules_version: &str) -> Arc<dyn ErasedGame> {
+    let registry = juegoland_catalog::registry().unwrap();
+    let found = registry.games().find(|g| g.descriptor().id == id && g.descriptor().rules_version == rules_version);
+    found.map(|g| g.game.clone()).unwrap_or_else(|| panic!("no module {id} {rules_version} in the catalog"))
+}
+
+fn libraries() -> Available {
+    let mut available = Available::new();
+    for library in LIBRARIES {
+        let package = Package::read_dir(&library_dir(library)).unwrap_or_else(|e| panic!("{library}: {e}"));
+        available.insert(package.key(), package);
+    }
+    available
+}
+
+fn check(package: &Package, available: &Available) -> Result<(), Rejection> {
+    let tree = validate::resolve(package, available)?;
+    validate::check_references(&tree, &CustomRegistry::new())?;
+    validate::check_art(&tree)
+}
+
+#[test]
+fn every_library_validates() {
+    let available = libraries();
+    let kinds: Vec<(String, PackageKind)> =
+        available.values().map(|p| (p.key().to_string(), p.manifest.kind())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("cards-poker@1.0.0".to_owned(), PackageKind::Assets),
+            ("playing-cards@1.0.0".to_owned(), PackageKind::Components),
+            ("spanish-cards@1.0.0".to_owned(), PackageKind::Components),
+        ]
+    );
+    for package in available.values() {
+        check(package, &available).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn the_shared_decks_are_the_sdk_definitions() {
+    let available = libraries();
+    let get = |id: &str| available.values().find(|p| p.manifest.id() == id).unwrap();
+    let poker: ComponentDefinition = get("playing-cards").parse_file("components/poker52.json", "").unwrap();
+    assert_eq!(poker, ComponentDefinition::Deck(poker52()));
+    let spanish: ComponentDefinition = get("spanish-cards").parse_file("components/spanish40.json", "").unwrap();
+    let ComponentDefinition::Deck(spanish) = spanish else { panic!("spanish40 is a deck") };
+    spanish.validate().unwrap();
+    assert_eq!(spanish.cards.len(), 40);
+    assert!(spanish.cards.iter().all(|c| matches!(c.rank, 1..=7 | 10..=12)));
+    let Manifest::Library(art) = &get("cards-poker").manifest else { panic!("cards-poker is a library") };
+    assert_eq!(art.resources.len(), 1, "one graphic resource draws all 52 faces and the back");
+}
+
+#[test]
+fn every_catalog_game_validates_with_its_module() {
+    let available = libraries();
+    for game in GAMES {
+        let package = Package::read_dir(&game_dir(game)).unwrap_or_else(|e| panic!("{game}: {e}"));
+        check(&package, &available).unwrap_or_else(|e| panic!("{e}"));
+        let Manifest::Game(manifest) = &package.manifest else { panic!("{game} is a game") };
+        let module = module(&manifest.id, &manifest.rules.version);
+        check_module(&package, manifest, module.as_ref()).unwrap_or_else(|e| panic!("{e}"));
+        check_schemas(&package, manifest, module.as_ref()).unwrap_or_else(|e| panic!("{e}"));
+        for (i, path) in manifest.presentation.plans.iter().enumerate() {
+            let plan: PresentationPlan = package.parse_file(path, &format!("/presentation/plans/{i}")).unwrap();
+            plan.validate(&package.label(path), &EffectRegistry::standard()).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn the_conecta4_drop_plan_has_an_impact_marker_an_optional_sound_and_a_win_highlight() {
+    let package = Package::read_dir(&game_dir("conecta4")).unwrap();
+    let plan: PresentationPlan = package.parse_file("plans/drop.plan.json", "").unwrap();
+    let drop = plan.steps.iter().find(|s| s.effect == "piece.drop").unwrap();
+    assert_eq!(drop.markers, ["impact"]);
+    let sound = plan.steps.iter().find(|s| s.effect == "sound.play").unwrap();
+    assert!(!sound.blocking, "the sound never holds the turn");
+    let resource = package.manifest.resources().iter().find(|r| r.id == sound.params["resource"]).unwrap();
+    assert!(!resource.required, "the sound is optional");
+    assert!(plan.steps.iter().any(|s| s.effect == "cells.highlight"));
+}
+
+/// The schema files under each game's package are what its module generates. With
+/// `UPDATE_SCHEMAS=1` they are rewritten instead.
+#[test]
+fn game_schema_files_are_fresh() {
+    for game in GAMES {
+        let dir = game_dir(game);
+        let text = std::fs::read(dir.join("game.json")).unwrap();
+        let (manifest, _) =
+            juegoland_packages::parse_document::<juegoland_packages::manifest::GameManifest>("game.json", &text)
+                .unwrap();
+        let module = module(&manifest.id, &manifest.rules.version);
+        let files: Vec<(String, String)> =
+            schema_texts(&manifest, module.as_ref()).into_iter().map(|(_, path, text)| (path, text)).collect();
+        juegoland_testkit::check_generated(&dir, &files, false, crate::REGENERATE);
+    }
+}
