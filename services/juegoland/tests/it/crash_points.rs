@@ -109,7 +109,10 @@ async fn sigkill_at(backend: Backend, point: &str) {
     let status = server.wait_exit();
     assert_eq!(status.signal(), Some(9), "the crash point {point} killed the server: {status:?}");
     let acked = sent.iter().filter(|s| s.acked.is_some()).count();
-    assert!(acked >= 5, "play was under way when {point} struck: {acked} commands acknowledged");
+    // The watermarks' transaction runs only with marks to write, so something was answered
+    // by then; on a loaded machine its first may come after a single answer.
+    let least = if point == "store-marks-before-commit" { 1 } else { 5 };
+    assert!(acked >= least, "play was under way when {point} struck: {acked} commands acknowledged");
 
     let server = Server::start_in(&dir, &args_ref);
     let mut clients: BTreeMap<String, Client> = BTreeMap::new();
