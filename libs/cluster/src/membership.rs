@@ -340,6 +340,10 @@ async fn heartbeat(
         match tokio::time::timeout_at(deadline, lease.renew(&pool)).await {
             Err(_) => break LeaseLost::Expired,
             Ok(Ok(true)) => wait = every,
+            // On a busy runtime the answer and the deadline can both be ready when this task
+            // runs again, and the answer is looked at first: a lease that lapsed while the
+            // renewal waited is expired, not taken.
+            Ok(Ok(false)) if tokio::time::Instant::now() >= deadline => break LeaseLost::Expired,
             Ok(Ok(false)) => break LeaseLost::Taken,
             Ok(Err(e)) => {
                 warn!(error = %e, remaining_ms = lease.valid_until().saturating_duration_since(Instant::now()).as_millis() as u64, "lease renewal failed; retrying");
