@@ -186,6 +186,9 @@ pub trait Store: Send + Sync + 'static {
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError>;
     /// Every stored match id, in id order (for replay and audits).
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError>;
+    /// The ids of the matches pinned at creation to the published package whose lock has
+    /// `lock_digest` (`MatchState::package`), in id order: what still needs that publication.
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError>;
     /// Up to `limit` undispatched outbox rows written at least `min_age` ago, oldest first:
     /// ordered by match, then revision, then the order the publications of one revision were
     /// decided in. Each publication is as committed, its `trace_context` included, so a

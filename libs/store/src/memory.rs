@@ -203,6 +203,12 @@ impl Store for MemoryStore {
         Ok(self.inner.lock().await.matches.keys().copied().collect())
     }
 
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
+        let inner = self.inner.lock().await;
+        let pinned = |s: &Stored| s.state.package.as_ref().is_some_and(|p| p.lock_digest == lock_digest);
+        Ok(inner.matches.iter().filter(|(_, s)| pinned(s)).map(|(id, _)| *id).collect())
+    }
+
     async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         let inner = self.inner.lock().await;
         Ok(inner

@@ -282,6 +282,18 @@ impl Store for PgStore {
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
+        if lock_digest.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<(Uuid,)> = sqlx::query_as("SELECT match_id FROM matches WHERE lock_digest = $1 ORDER BY match_id")
+            .bind(lock_digest)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "list the matches pinned to a lock digest", e))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
     async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit`.

@@ -203,7 +203,7 @@ pub fn registry() -> anyhow::Result<Registry> {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Dev(config) => dev(config).await,
+        Command::Dev(config) => dev(config, registry()?).await,
         Command::Replay(config) => replay_command(config).await,
         Command::Migrate(store) => {
             store.open().await?;
@@ -215,7 +215,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
         Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
-        Command::Publish(config) => publish::run(config),
+        Command::Publish(config) => publish::run(config, &registry()?),
     }
 }
 
@@ -244,8 +244,12 @@ async fn replay_command(config: ReplayConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn dev(config: DevConfig) -> anyhow::Result<()> {
-    let engine = Arc::new(Engine::new(Arc::new(registry()?)));
+/// `juegoland dev` with the rules modules of `registry` (the binary passes [`registry`]; a
+/// test may add a rules version the catalog does not ship). Serves until Ctrl-C.
+pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
+    // Matches pin the packages published in the registry the resources API serves.
+    let published = Arc::new(juegoland_roles::PublishedDir::new(&config.packages.registry));
+    let engine = Arc::new(Engine::new(Arc::new(registry)).with_packages(published));
     let prometheus = prometheus::Registry::new();
     juegoland_roles::register_process_metrics(&prometheus, "dev").context("register process metrics")?;
     let metrics = Metrics::new(&prometheus).context("register metrics")?;

@@ -436,3 +436,101 @@ fn a_match_pins_its_rules_digest_and_refuses_another_contract() {
     assert!(legacy.rules_digest.is_empty());
     h.engine.load(legacy).expect("and loads");
 }
+
+/// A package registry that answers one publication, or fails to read.
+struct OnePublication {
+    id: &'static str,
+    version: &'static str,
+    answer: Result<String, String>,
+}
+
+impl juegoland_core::PublishedPackages for OnePublication {
+    fn lock_digest(&self, id: &str, version: &str) -> Result<Option<String>, String> {
+        match &self.answer {
+            Err(e) => Err(e.clone()),
+            Ok(digest) => Ok((id == self.id && version == self.version).then(|| digest.clone())),
+        }
+    }
+}
+
+#[test]
+fn a_match_pins_its_published_package_and_loads_only_with_that_publication() {
+    use juegoland_core::{PackagePin, PinError};
+    let h = Harness::conecta4();
+    let with = |answer: Result<&str, &str>| {
+        let answer = answer.map(str::to_owned).map_err(str::to_owned);
+        h.engine.clone().with_packages(std::sync::Arc::new(OnePublication { id: "conecta4", version: "1.0.0", answer }))
+    };
+    let lock = "c".repeat(64);
+    let mut entropy = SplitMix64(3);
+    let seats = h.state().seats.clone();
+    let create = |engine: &juegoland_core::Engine, entropy: &mut SplitMix64| {
+        let (pending, _) =
+            engine.create(Uuid::from_u128(77), &h.state().game, seats.clone(), &json!({}), 5, entropy).unwrap();
+        pending.commit.state.expect("a state").package.clone()
+    };
+    let pin = PackagePin { id: "conecta4".into(), version: "1.0.0".into(), lock_digest: lock.clone() };
+    assert_eq!(create(&with(Ok(&lock)), &mut entropy), Some(pin.clone()), "a published game is pinned");
+    assert_eq!(create(&h.engine, &mut entropy), None, "no registry, no pin");
+    let other_game = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "hundido",
+        version: "1.0.0",
+        answer: Ok(lock.clone()),
+    }));
+    assert_eq!(create(&other_game, &mut entropy), None, "an unpublished game is not pinned");
+    assert!(
+        h.engine
+            .clone()
+            .with_packages(std::sync::Arc::new(OnePublication {
+                id: "conecta4",
+                version: "1.0.0",
+                answer: Err("disk on fire".into())
+            }))
+            .create(Uuid::from_u128(78), &h.state().game, seats.clone(), &json!({}), 5, &mut entropy)
+            .is_err(),
+        "an unreadable registry creates nothing"
+    );
+
+    let mut pinned = h.state().clone();
+    pinned.package = Some(pin.clone());
+    let id = pinned.match_id;
+    with(Ok(&lock)).load(pinned.clone()).expect("the pinned publication is there");
+    let (c4, v1) = ("conecta4".to_owned(), "1.0.0".to_owned());
+    assert_eq!(
+        h.engine.check_pin(&pinned),
+        Err(PinError::NoRegistry { match_id: id, id: c4.clone(), version: v1.clone() })
+    );
+    let refusals = [
+        (
+            with(Ok(&"d".repeat(64))),
+            PinError::Changed {
+                match_id: id,
+                id: c4.clone(),
+                version: v1.clone(),
+                pinned: lock.clone(),
+                published: "d".repeat(64),
+            },
+        ),
+        (
+            with(Err("disk on fire")),
+            PinError::Unreadable { match_id: id, id: c4.clone(), version: v1.clone(), message: "disk on fire".into() },
+        ),
+    ];
+    for (engine, expected) in refusals {
+        assert_eq!(engine.check_pin(&pinned), Err(expected.clone()));
+        let fault = engine.load(pinned.clone()).err().expect("refused");
+        assert_eq!(fault.0, expected.to_string());
+    }
+    let mut elsewhere = pinned.clone();
+    elsewhere.package = Some(PackagePin { version: "1.1.0".into(), ..pin.clone() });
+    assert!(matches!(with(Ok(&lock)).check_pin(&elsewhere), Err(PinError::Mismatched { .. })));
+    let missing = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "conecta4",
+        version: "2.0.0",
+        answer: Ok(lock.clone()),
+    }));
+    assert_eq!(missing.check_pin(&pinned), Err(PinError::Missing { match_id: id, id: c4, version: v1 }));
+    // An unpinned match loads with any registry, and its envelope has no `package` field.
+    with(Err("disk on fire")).load(h.state().clone()).expect("an unpinned match loads");
+    assert!(serde_json::to_value(h.state()).unwrap().get("package").is_none());
+}
