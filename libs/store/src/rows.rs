@@ -86,6 +86,12 @@ pub(crate) fn match_status(state: &MatchState) -> &'static str {
     if state.is_finished() { "finished" } else { "active" }
 }
 
+/// The ids of the matches pinned to the lock digest `$1` (`Store::pinned_to`; the same
+/// statement on both SQL backends). It repeats the predicate of the partial index
+/// `matches_by_lock_digest` so both planners may use that index for a bound `$1`.
+pub(crate) const PINNED_TO: &str =
+    "SELECT match_id FROM matches WHERE lock_digest = $1 AND lock_digest <> '' ORDER BY match_id";
+
 /// The `matches` columns a snapshot of `state` writes (both backends, every writer of one).
 pub(crate) struct SnapshotColumns {
     pub revision: i64,

@@ -271,7 +271,7 @@ impl Store for SqliteStore {
         if lock_digest.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<(Uuid,)> = sqlx::query_as("SELECT match_id FROM matches WHERE lock_digest = ?1 ORDER BY match_id")
+        let ids: Vec<(Uuid,)> = sqlx::query_as(rows::PINNED_TO)
             .bind(lock_digest)
             .fetch_all(&self.pool)
             .await
