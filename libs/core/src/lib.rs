@@ -11,6 +11,7 @@
 //! the captured instant and an entropy source), nor know any game by name.
 
 pub mod check;
+pub mod migration;
 pub mod packages;
 pub mod pipeline;
 pub mod project;
@@ -19,6 +20,7 @@ pub mod replay;
 pub mod state;
 
 pub use check::OutputSchema;
+pub use migration::{Migration, MigrationError, MigrationMark};
 pub use packages::{PinError, PublishedPackages};
 pub use pipeline::{
     CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,

@@ -149,9 +149,9 @@ pub enum CreateError {
 
 /// A match loaded in memory: its persisted state and the decoded position.
 pub struct LiveMatch {
-    state: Arc<MatchState>,
-    game: Arc<LoadedGame>,
-    loaded: LoadedPosition,
+    pub(crate) state: Arc<MatchState>,
+    pub(crate) game: Arc<LoadedGame>,
+    pub(crate) loaded: LoadedPosition,
 }
 
 impl LiveMatch {
@@ -422,6 +422,7 @@ impl Engine {
             game_version: d.version.clone(),
             rules_digest: loaded_game.digest.clone(),
             package,
+            migrations: Vec::new(),
             position,
             revision: 0,
             phase_epoch: 0,
@@ -629,6 +630,7 @@ impl Engine {
             game_version: before.game_version.clone(),
             rules_digest: before.rules_digest.clone(),
             package: before.package.clone(),
+            migrations: before.migrations.clone(),
             position,
             revision: before.revision + 1,
             phase_epoch: before.phase_epoch,
@@ -833,7 +835,12 @@ fn check_transition(
 
 /// The rules' own invariants of `position` (`validate_position`), then its encoded `data`
 /// against the data schema and the size limit: what every decided revision is checked for.
-fn check_position(game: &LoadedGame, position: &LoadedPosition, data: &RawJson, limits: &Limits) -> Result<(), Fault> {
+pub(crate) fn check_position(
+    game: &LoadedGame,
+    position: &LoadedPosition,
+    data: &RawJson,
+    limits: &Limits,
+) -> Result<(), Fault> {
     guarded("validate_position", || game.game.validate_position(position).map_err(|e| RuleError::fault(e.0)))
         .map_err(|e| Fault(e.to_string()))?;
     check_data(game, data, limits)

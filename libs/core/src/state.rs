@@ -63,6 +63,10 @@ pub struct MatchState {
     /// load without the check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub package: Option<PackagePin>,
+    /// The state migrations the match went through, oldest first
+    /// ([`crate::migration`]); empty for a match that never migrated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migrations: Vec<crate::migration::MigrationMark>,
     pub position: JsonPosition,
     pub revision: u64,
     pub phase_epoch: u64,

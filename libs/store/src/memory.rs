@@ -184,6 +184,19 @@ impl Store for MemoryStore {
         Ok(false)
     }
 
+    async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        let conflict = StoreError::Conflict { match_id: expected.match_id, expected: Some(expected.revision) };
+        let Some(stored) = inner.matches.get_mut(&expected.match_id) else { return Err(conflict) };
+        let owned = self.owner.is_none() || stored.owner == self.owner;
+        let same = stored.state.revision == expected.revision && stored.state.game == expected.game;
+        if !owned || !same || state.match_id != expected.match_id || state.revision != expected.revision {
+            return Err(conflict);
+        }
+        stored.state = Arc::new(state.clone());
+        Ok(())
+    }
+
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         Ok(self.inner.lock().await.receipts.get(key).cloned())
     }

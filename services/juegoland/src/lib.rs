@@ -3,7 +3,7 @@
 //! cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
-//! edge), `replay` and `publish`. Must not use: another service crate.
+//! edge), `replay`, `publish` and the state-migration admin operation (`admin`). Must not use: another service crate.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
 use tracing::info;
 
+pub mod admin;
 pub mod cluster;
 pub mod dev_secret;
 pub mod publish;
@@ -59,6 +60,14 @@ pub enum Command {
     /// and exact dependencies, files and references, art and translations, the compiled rules
     /// module against the manifest, schemas, conformance, lock and immutable publication).
     Publish(publish::PublishConfig),
+    /// Migrate a stored match to another registered rules version of its game (the
+    /// state-migration admin operation: validated under the target rules, pinned to the
+    /// target's publication, with a backup for `restore-match`). Run it while no server
+    /// serves the store.
+    MigrateMatch(admin::MigrateMatchConfig),
+    /// Restore a migrated match from the backup `migrate-match` wrote, if it has not changed
+    /// since.
+    RestoreMatch(admin::RestoreMatchConfig),
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
@@ -192,6 +201,8 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
         Command::Publish(_) => "juegoland-publish",
+        Command::MigrateMatch(_) => "juegoland-migrate-match",
+        Command::RestoreMatch(_) => "juegoland-restore-match",
     };
     juegoland_telemetry::init(service_name)
 }
@@ -216,6 +227,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
         Command::Publish(config) => publish::run(config, &registry()?),
+        Command::MigrateMatch(config) => admin::migrate_command(config, registry()?).await,
+        Command::RestoreMatch(config) => admin::restore_command(config, registry()?).await,
     }
 }
 

@@ -534,3 +534,66 @@ fn a_match_pins_its_published_package_and_loads_only_with_that_publication() {
     with(Err("disk on fire")).load(h.state().clone()).expect("an unpinned match loads");
     assert!(serde_json::to_value(h.state()).unwrap().get("package").is_none());
 }
+
+#[test]
+fn a_match_migrates_to_another_rules_version_replays_and_restores() {
+    use juegoland_core::{Engine, GameKey, MigrationError, MigrationMark, Registry};
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4V11)).unwrap();
+    registry.register(juegoland_sdk::erase(crate::fixture::Prep)).unwrap();
+    let mut h = Harness::conecta4();
+    h.engine = Engine::new(std::sync::Arc::new(registry));
+    // The centre opening: legal under 1.0.0, refused under 1.1.0.
+    assert_eq!(h.drop_disc(3).ack().status, AckStatus::Applied);
+    let source = h.state().clone();
+    let v11 = GameKey { id: "conecta4".into(), rules_version: "1.1.0".into() };
+
+    let m = h.engine.migrate(&source, &v11).expect("1.0.0 → 1.1.0 carries the state over");
+    assert_eq!(m.source, source);
+    let t = &m.target;
+    assert_eq!((&t.game, t.game_version.as_str(), t.revision), (&v11, "1.1.0", source.revision));
+    assert_eq!(t.rules_digest, h.engine.registry.get(&v11).unwrap().digest);
+    assert_eq!(t.position, source.position);
+    let mark = MigrationMark { revision: 1, from: source.game.clone(), from_rules_digest: source.rules_digest.clone() };
+    assert_eq!(t.migrations, vec![mark]);
+    // Replay decides revision 1 with 1.0.0's rules; reading it with 1.1.0's (an alias, no
+    // mark) diverges at that very revision.
+    juegoland_core::replay(&h.engine.registry, t, &h.log).expect("a migrated match replays");
+    let mut alias = t.clone();
+    alias.migrations.clear();
+    let diverged = juegoland_core::replay(&h.engine.registry, &alias, &h.log).expect_err("an alias diverges");
+    assert!(diverged.to_string().contains("centre-opening"), "{diverged}");
+    h.engine.load(t.clone()).expect("the migrated match loads under 1.1.0");
+
+    // Restore: the source, while the match is exactly as migrated.
+    assert_eq!(h.engine.restore_migration(t, &m), Ok(source.clone()));
+    let mut advanced = t.clone();
+    advanced.revision += 1;
+    assert!(matches!(h.engine.restore_migration(&advanced, &m), Err(MigrationError::Changed { revision: 2, .. })));
+
+    // Refusals, each typed.
+    let key = |id: &str, v: &str| GameKey { id: id.into(), rules_version: v.into() };
+    assert!(matches!(h.engine.migrate(&source, &source.game), Err(MigrationError::SameVersion { .. })));
+    assert_eq!(
+        h.engine.migrate(&source, &key("conecta4", "9.9.9")),
+        Err(MigrationError::UnknownTarget(key("conecta4", "9.9.9")))
+    );
+    assert!(matches!(h.engine.migrate(&source, &key("prep", "1.0.0")), Err(MigrationError::OtherGame { .. })));
+    let publishing_old = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "conecta4",
+        version: "1.0.0",
+        answer: Ok("e".repeat(64)),
+    }));
+    let mut pinned = source.clone();
+    pinned.package = Some(juegoland_core::PackagePin {
+        id: "conecta4".into(),
+        version: "1.0.0".into(),
+        lock_digest: "e".repeat(64),
+    });
+    let unpinned = publishing_old.migrate(&source, &v11).expect("an unpinned match may stay unpinned");
+    assert_eq!(unpinned.target.package, None);
+    let unpublished = publishing_old.migrate(&pinned, &v11).expect_err("1.1.0 is not published");
+    assert!(matches!(unpublished, MigrationError::TargetUnpublished { .. }), "{unpublished}");
+    assert!(unpublished.to_string().contains("conecta4@1.1.0 is not published"), "{unpublished}");
+}

@@ -64,6 +64,7 @@ macro_rules! store_suite {
             owned_stores_claim_unowned_matches,
             an_ownership_fenced_commit_does_not_fail_the_others,
             a_pinned_match_keeps_its_package_pin,
+            replace_snapshot_is_a_compare_and_set_at_one_revision,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -174,6 +175,47 @@ pub async fn a_pinned_match_keeps_its_package_pin<B: Backend>(b: &mut B) {
     let old = store.load(unpinned).await.unwrap().expect("the unpinned match");
     assert_eq!(old.snapshot.package, None);
     engine_publishing(None).restore(old).expect("an unpinned match loads anywhere");
+}
+
+/// The state-migration admin operation's write: the snapshot replaced at the match's
+/// revision, pinned rules and package included, only while the stored match is the expected
+/// one (its revision, no revision after it, its rules version).
+pub async fn replace_snapshot_is_a_compare_and_set_at_one_revision<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(80);
+    let (mut game, _) = played(&*store, id, 2).await;
+    let state = game.live().state().clone();
+    // Revisions 1 and 2 follow the stored snapshot (revision 0): a replacement is refused
+    // until the current state is the snapshot.
+    let mut migrated = state.clone();
+    migrated.game.rules_version = "1.1.0".into();
+    migrated.game_version = "1.1.0".into();
+    migrated.rules_digest = "f".repeat(64);
+    migrated.package = Some(juegoland_core::PackagePin {
+        id: "conecta4".into(),
+        version: "1.1.0".into(),
+        lock_digest: "9".repeat(64),
+    });
+    let written_as_snapshot = store.snapshot(&state).await.unwrap();
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!((stored.snapshot.revision, stored.tail.len()), (2, 0), "wrote: {written_as_snapshot}");
+    store.replace_snapshot(&state, &migrated).await.expect("the stored match is the expected one");
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!((&stored.snapshot, stored.tail.len()), (&migrated, 0));
+    assert_eq!(store.pinned_to(&"9".repeat(64)).await.unwrap(), vec![id]);
+    // A second replacement from the old state conflicts (its rules version is gone), and so
+    // does one at another revision.
+    assert_conflict(store.replace_snapshot(&state, &migrated).await, id);
+    let mut later = migrated.clone();
+    later.revision += 1;
+    assert_conflict(store.replace_snapshot(&later, &later).await, id);
+    // Back: the restore is the same operation the other way.
+    store.replace_snapshot(&migrated, &state).await.expect("restore");
+    assert_eq!(store.load(id).await.unwrap().expect("the match").snapshot, state);
+    assert_eq!(store.pinned_to(&"9".repeat(64)).await.unwrap(), Vec::<Uuid>::new());
+    // A match that moved on since refuses the replacement.
+    commit_ok(&*store, &game.drop_disc(5)).await;
+    assert_conflict(store.replace_snapshot(&state, &migrated).await, id);
 }
 
 pub async fn a_long_match_restores_from_its_snapshot_and_the_revisions_after_it<B: Backend>(b: &mut B) {

@@ -178,3 +178,105 @@ async fn a_match_keeps_its_rules_version_after_a_newer_one_is_published() {
         "{snapshot}"
     );
 }
+
+/// The state-migration admin operation: a match created and opened in the centre on 1.0.0
+/// is migrated to 1.1.0 (validated, pinned to 1.1.0's publication, its backup kept), replays
+/// with the rules each revision was decided by, is restored to exactly what it was, and a
+/// restore after the match moved on is refused.
+#[tokio::test]
+async fn an_operator_migrates_a_match_to_1_1_0_and_restores_it() {
+    use juegoland_core::{Decision, GameKey, SeatHolder};
+    use juegoland_protocol::{Action, CommandEnvelope, Precondition};
+    use juegoland_sdk::SplitMix64;
+    use juegoland_store::Store;
+
+    let temp = TempDir::new("migrate-match");
+    let (packages, data) = (temp.path().join("registry"), temp.path().join("data"));
+    publish(&packages, shipped_package());
+    publish(&packages, package_1_1(temp.path()));
+    let (old_lock, new_lock) = (lock_digest(&packages, "1.0.0"), lock_digest(&packages, "1.1.0"));
+    let (old_lock, new_lock) = (old_lock.as_str().unwrap(), new_lock.as_str().unwrap());
+    let store = juegoland_store::SqliteStore::open(&data).await.expect("open the store");
+    let engine = juegoland::admin::engine(registry(), &RegistryConfig { registry: packages.clone() });
+
+    let id = uuid::Uuid::from_u128(0x4d16_0001);
+    let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
+    let seats = [("p0", "alice"), ("p1", "bob")].map(|(s, p)| (s.to_owned(), SeatHolder::Principal(p.to_owned())));
+    let (pending, mut live) =
+        engine.create(id, &key, seats.into_iter().collect(), &json!({}), 1_000, &mut SplitMix64(1)).unwrap();
+    store.commit(&live.advance(pending)).await.unwrap();
+    let drop = |live: &juegoland_core::LiveMatch, principal: &str, column: u64| {
+        let revision = live.state().revision;
+        let envelope = CommandEnvelope {
+            match_id: id,
+            command_id: uuid::Uuid::from_u128(0xc0de + u128::from(revision)),
+            precondition: Precondition::Match { revision },
+            action: Action { r#type: "drop".into(), payload: json!({ "column": column }) },
+        };
+        match engine.command(live, principal, &envelope, None, 2_000, &mut SplitMix64(2)) {
+            Decision::Commit(p) if p.commit.state.is_some() => *p,
+            _ => panic!("{principal} could not drop in column {column}"),
+        }
+    };
+    let opening = drop(&live, "alice", 3);
+    store.commit(&live.advance(opening)).await.unwrap();
+    assert_eq!(store.pinned_to(old_lock).await.unwrap(), vec![id]);
+
+    let backup = temp.path().join("backup.json");
+    let m = juegoland::admin::migrate_match(&store, &engine, id, "1.1.0", &backup).await.expect("migrate");
+    let stored = store.load(id).await.unwrap().expect("the match").snapshot;
+    assert_eq!(stored, m.target);
+    assert_eq!((stored.game.rules_version.as_str(), stored.revision), ("1.1.0", 1));
+    assert_eq!(stored.package.as_ref().map(|p| p.lock_digest.as_str()), Some(new_lock));
+    assert_eq!(store.pinned_to(new_lock).await.unwrap(), vec![id]);
+    assert!(store.pinned_to(old_lock).await.unwrap().is_empty());
+    let log = store.log(id).await.unwrap();
+    juegoland_core::replay(&engine.registry, &stored, &log).expect("the migrated match replays");
+    let again = juegoland::admin::migrate_match(&store, &engine, id, "1.1.0", &temp.path().join("again.json"))
+        .await
+        .expect_err("already migrated");
+    assert!(again.to_string().contains("is already on rules 1.1.0"), "{again:#}");
+    let unknown = temp.path().join("unknown.json");
+    let err = juegoland::admin::migrate_match(&store, &engine, id, "2.0.0", &unknown).await.expect_err("no 2.0.0");
+    assert!(err.to_string().contains("no rules module conecta4 2.0.0"), "{err:#}");
+    assert!(!unknown.exists(), "a refused migration writes no backup");
+
+    juegoland::admin::restore_match(&store, &engine, &backup).await.expect("restore");
+    assert_eq!(store.load(id).await.unwrap().expect("the match").snapshot, m.source);
+    assert_eq!(store.pinned_to(old_lock).await.unwrap(), vec![id]);
+
+    // Migrated again, the match moves on under 1.1.0: its backup no longer restores it.
+    let backup = temp.path().join("backup-2.json");
+    juegoland::admin::migrate_match(&store, &engine, id, "1.1.0", &backup).await.expect("migrate again");
+    let live = engine.restore(store.load(id).await.unwrap().unwrap()).unwrap();
+    let mut live = live;
+    let reply = drop(&live, "bob", 2);
+    store.commit(&live.advance(reply)).await.unwrap();
+    let err = juegoland::admin::restore_match(&store, &engine, &backup).await.expect_err("the match moved on");
+    assert!(err.to_string().contains("no longer as it was migrated"), "{err:#}");
+}
+
+/// The binary's `migrate-match` runs the same operation over the catalog: Conecta 4 1.1.0 is
+/// not in it, so the migration is refused by name, and nothing is written.
+#[tokio::test]
+async fn the_binary_refuses_a_migration_to_a_rules_version_it_does_not_have() {
+    let temp = TempDir::new("migrate-cli");
+    let data = temp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let server = crate::client::Server::start_in(&data, &[]);
+    let match_id = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    drop(server);
+    let backup = temp.path().join("backup.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_juegoland"))
+        .args(["migrate-match", "--match", &match_id, "--rules-version", "1.1.0", "--data-dir"])
+        .arg(&data)
+        .arg("--backup")
+        .arg(&backup)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run juegoland migrate-match");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("no rules module conecta4 1.1.0 is registered"), "{stderr}");
+    assert!(!backup.exists());
+}
