@@ -241,31 +241,19 @@ impl Store for SqliteStore {
 
     async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError> {
         self.writable()?;
-        let conflict = StoreError::Conflict { match_id: expected.match_id, expected: Some(expected.revision) };
-        if state.match_id != expected.match_id || state.revision != expected.revision {
-            return Err(conflict);
-        }
-        let c = rows::SnapshotColumns::of(state)?;
-        let written = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE matches SET rules_version = $4, game_version = $5, rules_digest = $6, lock_digest = $8, state = $9,
-                                updated_at = {NOW}
-             WHERE match_id = $1 AND revision = $2 AND rules_version = $3 AND ($7 IS NULL OR owner = $7)
-               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_seq = matches.seq) = $2"
-        )))
-        .bind(expected.match_id)
-        .bind(c.revision)
-        .bind(&expected.game.rules_version)
-        .bind(&state.game.rules_version)
-        .bind(&state.game_version)
-        .bind(&state.rules_digest)
-        .bind(self.owner.as_deref())
-        .bind(state.package.as_ref().map_or("", |p| p.lock_digest.as_str()))
-        .bind(c.state)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| store_error(LITE, "replace a match snapshot", e))?;
+        let r = rows::Replacement::of(expected, state)?;
+        let query = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{}, updated_at = {NOW} {} AND ($9 IS NULL OR owner = $9)
+               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_seq = matches.seq) = $2",
+            rows::REPLACE_SET,
+            rows::REPLACE_WHERE
+        )));
+        let written = rows::bind_replacement!(query, r, self.owner.as_deref())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "replace a match snapshot", e))?;
         if written.rows_affected() == 0 {
-            return Err(conflict);
+            return Err(rows::Replacement::conflict(expected));
         }
         Ok(())
     }
