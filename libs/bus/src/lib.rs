@@ -7,8 +7,9 @@
 //!
 //! Two ways to follow a match: [`Bus::subscribe`], a stream the subscriber polls in a task of
 //! its own, and [`Bus::watch`], a [`Sink`] the bus calls on the task that delivers — the
-//! publisher's, in one process, so a publication reaches its subscribers without a task hop
-//! per subscriber (backends without such a path forward their stream to the sink from a task).
+//! publisher's in one process, a stream reader's on Redis — so a publication reaches its
+//! subscribers without a task hop per subscriber (a backend without such a path forwards its
+//! stream to the sink from a task: the trait's default).
 //!
 //! Which backend to choose:
 //! - one process (the all-in-one `juegoland dev`, tests): [`LocalBus`], a broadcast channel

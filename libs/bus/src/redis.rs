@@ -30,8 +30,10 @@
 //! instead of blocking (and being woken) once per publication.
 //! Connections grow with watched matches / `streams_per_reader` (157 for 10,000 matches at
 //! the default 64), not with subscriptions: all in-process subscribers of one match share one
-//! registration (a broadcast channel). A reader whose matches are all gone keeps its
-//! connection and waits for the next match placed on it.
+//! registration (a broadcast channel for [`Bus::subscribe`]'s streams, and the sinks of
+//! [`Bus::watch`], which the reader calls itself as it hands entries over, with no task or
+//! channel per watcher). A reader whose matches are all gone keeps its connection and waits
+//! for the next match placed on it.
 //!
 //! A subscription's start is resolved before [`Bus::subscribe`] returns (the id of the
 //! stream's last entry, which is what `$` means, made concrete), so nothing published after
@@ -52,7 +54,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
@@ -67,7 +70,7 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tracing::{Instrument, debug, info, info_span, warn};
 use uuid::Uuid;
 
-use crate::{Bus, BusError, BusItem};
+use crate::{Bus, BusError, BusItem, Delivery as SinkDelivery, Sink, Watching};
 
 const FIELD_REVISION: &str = "revision";
 const FIELD_RECIPIENT: &str = "recipient";
@@ -179,6 +182,8 @@ pub struct RedisBus {
     /// Publishing and the one-off reads of `subscribe` (it reconnects by itself).
     publisher: ConnectionManager,
     shared: Arc<Shared>,
+    /// The id of the next watcher.
+    next_sink: AtomicU64,
     /// The reader tasks started so far; aborted when the bus is dropped.
     readers: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -201,7 +206,14 @@ impl RedisBus {
         let publisher = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
             .map_err(|e| BusError::InvalidConfig(format!("redis connection manager: {e}")))?;
         let shared = Arc::new(Shared { state: Mutex::new(Watches::default()) });
-        Ok(RedisBus { config, client, publisher, shared, readers: Mutex::new(Vec::new()) })
+        Ok(RedisBus {
+            config,
+            client,
+            publisher,
+            shared,
+            next_sink: AtomicU64::new(0),
+            readers: Mutex::new(Vec::new()),
+        })
     }
 
     /// How many reader tasks (and reading connections) the bus runs now.
@@ -320,6 +332,7 @@ impl Drop for RedisBus {
         for reader in self.readers.get_mut().unwrap_or_else(|p| p.into_inner()).drain(..) {
             reader.abort();
         }
+        self.shared.end();
     }
 }
 
@@ -335,6 +348,24 @@ impl Bus for RedisBus {
     }
 
     async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError> {
+        self.join(match_id, |watch, start| follow(watch.tx.subscribe(), start)).await
+    }
+
+    /// The reader calls the sink itself, right where it hands entries to the subscriptions'
+    /// channels: no task and no channel per watcher.
+    async fn watch(&self, match_id: Uuid, sink: Arc<dyn Sink>) -> Result<Watching, BusError> {
+        let id = self.next_sink.fetch_add(1, Ordering::Relaxed);
+        self.join(match_id, |watch, start| watch.sinks.push(Watcher { id, start, sink })).await?;
+        Ok(Watching { _stop: Box::new(Unwatch { shared: Arc::downgrade(&self.shared), match_id, id }) })
+    }
+}
+
+impl RedisBus {
+    /// Follows `match_id` from its stream's end: `add` joins the follower to the match's
+    /// watch (new, or the one its other followers share) with that end as its start. The
+    /// start is resolved before this returns, so nothing published afterwards can be missed
+    /// however late the reader includes the new key.
+    async fn join<R>(&self, match_id: Uuid, add: impl FnOnce(&mut Watch, EntryId) -> R) -> Result<R, BusError> {
         let key = Self::stream_key(match_id);
         let mut conn = self.publisher.clone();
         let end: StreamRangeReply = bounded(
@@ -344,16 +375,17 @@ impl Bus for RedisBus {
         )
         .await?;
         let tail = end.ids.first().map_or(Tail::START, Tail::at);
-        let (rx, placed) = {
+        let (joined, placed) = {
             let mut state = self.shared.state();
             match state.watch_mut(match_id) {
-                // The reader is at or before `tail` for this match; the filter below drops
-                // what lies between.
-                Some(watch) => (watch.tx.subscribe(), None),
+                // The reader is at or before `tail` for this match; each follower drops what
+                // lies between.
+                Some(watch) => (add(watch, tail.id), None),
                 None => {
-                    let (tx, rx) = broadcast::channel(self.config.subscriber_buffer);
-                    let placed = state.place(match_id, Watch { key, tx, tail, stale: false }, &self.config);
-                    (rx, Some(placed))
+                    let tx = broadcast::channel(self.config.subscriber_buffer).0;
+                    let mut watch = Watch { key, tx, sinks: Vec::new(), tail, stale: false };
+                    let joined = add(&mut watch, tail.id);
+                    (joined, Some(state.place(match_id, watch, &self.config)))
                 }
             }
         };
@@ -363,7 +395,25 @@ impl Bus for RedisBus {
             Some(Placed { wake, .. }) => wake.notify_one(),
             None => {}
         }
-        Ok(follow(rx, tail.id))
+        Ok(joined)
+    }
+}
+
+/// Removes a watcher from its match when its [`Watching`] is dropped. It does not keep the
+/// shared state alive: the bus's end ends every subscription.
+struct Unwatch {
+    shared: Weak<Shared>,
+    match_id: Uuid,
+    id: u64,
+}
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Some(watch) = shared.state().watch_mut(self.match_id)
+        {
+            watch.sinks.retain(|w| w.id != self.id);
+        }
     }
 }
 
@@ -470,14 +520,48 @@ struct Delivery {
     item: BusItem,
 }
 
-/// A watched match: its stream, its subscribers, and how far the reader got.
+/// A watched match: its stream, its followers (subscriptions through `tx`, watchers called
+/// by the reader), and how far the reader got.
 struct Watch {
     key: String,
     tx: broadcast::Sender<Delivery>,
+    sinks: Vec<Watcher>,
     tail: Tail,
     /// The reader lost its connection since `tail` was read: on reconnection the match jumps
     /// to its stream's end and its subscribers get a gap.
     stale: bool,
+}
+
+impl Watch {
+    fn followed(&self) -> bool {
+        self.tx.receiver_count() > 0 || !self.sinks.is_empty()
+    }
+
+    /// Hands `item` (of entry `id`) to every follower whose start precedes it: sent to the
+    /// subscriptions now, and added to `calls` for the watchers (called once the shared state
+    /// is unlocked, so a sink may drop its own watch).
+    fn hand(&self, id: EntryId, item: BusItem, calls: &mut Vec<(Arc<dyn Sink>, BusItem)>) {
+        calls.extend(self.sinks.iter().filter(|w| id > w.start).map(|w| (w.sink.clone(), item.clone())));
+        // A send fails only when nobody listens; the reader forgets the match soon.
+        let _ = self.tx.send(Delivery { id, item });
+    }
+}
+
+/// A [`Bus::watch`]er: its sink, and the entry its watch started after.
+struct Watcher {
+    id: u64,
+    start: EntryId,
+    sink: Arc<dyn Sink>,
+}
+
+/// Calls the watchers' sinks, in order, outside the shared state's lock.
+fn call(calls: Vec<(Arc<dyn Sink>, BusItem)>) {
+    for (sink, item) in calls {
+        match item {
+            BusItem::Publication(p) => sink.deliver(SinkDelivery::Publication(&p)),
+            BusItem::Gap => sink.deliver(SinkDelivery::Gap),
+        }
+    }
 }
 
 /// The state the bus and its readers share.
@@ -545,7 +629,7 @@ impl Shared {
         let Watches { reader_of, readers } = &mut *state;
         let set = &mut readers[index].watches;
         set.retain(|match_id, w| {
-            let watched = w.tx.receiver_count() > 0;
+            let watched = w.followed();
             if !watched {
                 reader_of.remove(match_id);
             }
@@ -564,6 +648,7 @@ impl Shared {
     /// Hands what one `XREAD` of reader `index` returned to the subscribers, a gap first
     /// wherever entries are missing.
     fn deliver(&self, index: usize, reply: StreamReadReply) {
+        let mut calls = Vec::new();
         let mut state = self.state();
         let watches = &mut state.readers[index].watches;
         for stream in reply.keys {
@@ -579,23 +664,36 @@ impl Shared {
                 let continuous = watch.tail.admits(id);
                 let decoded = decode(match_id, id, entry);
                 watch.tail = Tail::after(id, decoded.as_ref().ok().map(|(_, count)| *count));
-                // A send fails only when nobody listens; the reader forgets the match soon.
                 if !continuous {
                     debug!(match_id = %match_id, entry = %id, "entries missing before this one; subscribers resync");
-                    let _ = watch.tx.send(Delivery { id, item: BusItem::Gap });
+                    watch.hand(id, BusItem::Gap, &mut calls);
                 }
                 match decoded {
-                    Ok((publication, _)) => {
-                        let _ = watch.tx.send(Delivery { id, item: BusItem::Publication(Arc::new(publication)) });
-                    }
+                    Ok((publication, _)) => watch.hand(id, BusItem::Publication(Arc::new(publication)), &mut calls),
                     Err(e) => {
                         warn!(match_id = %match_id, entry = %id, error = %e, "malformed stream entry; subscribers resync");
                         if continuous {
-                            let _ = watch.tx.send(Delivery { id, item: BusItem::Gap });
+                            watch.hand(id, BusItem::Gap, &mut calls);
                         }
                     }
                 }
             }
+        }
+        drop(state);
+        call(calls);
+    }
+
+    /// Tells every watcher the bus has stopped: nothing more comes.
+    fn end(&self) {
+        let sinks: Vec<Arc<dyn Sink>> = self
+            .state()
+            .readers
+            .iter_mut()
+            .flat_map(|r| r.watches.values_mut())
+            .flat_map(|w| w.sinks.drain(..).map(|w| w.sink))
+            .collect();
+        for sink in sinks {
+            sink.deliver(SinkDelivery::Ended);
         }
     }
 }
@@ -701,6 +799,7 @@ impl Reader {
             pipe.cmd("XREVRANGE").arg(key).arg("+").arg("-").arg("COUNT").arg(1);
         }
         let ends: Vec<StreamRangeReply> = pipe.query_async(conn).await?;
+        let mut calls = Vec::new();
         let mut state = self.shared.state();
         let watches = &mut state.readers[self.index].watches;
         for ((match_id, _), end) in stale.iter().zip(ends) {
@@ -709,9 +808,11 @@ impl Reader {
             {
                 watch.tail = end.ids.first().map_or(Tail::START, Tail::at);
                 watch.stale = false;
-                let _ = watch.tx.send(Delivery { id: EntryId::MAX, item: BusItem::Gap });
+                watch.hand(EntryId::MAX, BusItem::Gap, &mut calls);
             }
         }
+        drop(state);
+        call(calls);
         debug!(matches = stale.len(), "watched matches resume from their streams' ends");
         Ok(())
     }
@@ -844,7 +945,7 @@ mod tests {
 
     fn watch(id: Uuid) -> (Watch, broadcast::Receiver<Delivery>) {
         let (tx, rx) = broadcast::channel(4);
-        (Watch { key: RedisBus::stream_key(id), tx, tail: Tail::START, stale: false }, rx)
+        (Watch { key: RedisBus::stream_key(id), tx, sinks: Vec::new(), tail: Tail::START, stale: false }, rx)
     }
 
     #[test]

@@ -4,14 +4,14 @@
 //! it ([`OVERLAP_AT`]).
 //!
 //! Each match's commit stays atomic and isolated. One statement ([`WRITE`]) carries the
-//! whole batch: its data-modifying `WITH` clauses check the fences (creation `INSERT … ON
-//! CONFLICT DO NOTHING RETURNING`, the revision compare-and-set as one `UPDATE … FROM UNNEST
-//! … RETURNING`, `SELECT … FOR UPDATE` for rejection-only commits; for an owned store both
-//! also require `owner = $40`, the store's owner, and a creation stores it at owner epoch 1)
-//! and write the receipts, log entries, participants, deadlines and outbox rows of the
-//! matches that passed. It runs alone (autocommit): a batch is one round trip. A transaction
-//! carries the commits of one owner (clones of a store with different owners share the
-//! committer; their commits take separate rounds). If any commit lost its fence (or its
+//! whole batch: its data-modifying `WITH` clauses check the fences (a creation's `INSERT …
+//! ON CONFLICT DO NOTHING RETURNING`; for every other commit its expected revision as the
+//! match's newest `revisions` row and, for an owned store, its `matches` row owned by the
+//! store's owner, share-locked; the revision row's primary key and the receipt key's unique
+//! index take each once) and write the revision rows, final rejections, participants,
+//! snapshots and deadlines of the matches that passed. It runs alone (autocommit): a batch
+//! is one round trip. A transaction carries the commits of one owner (clones of a store
+//! with different owners share the committer; their commits take separate rounds). If any commit lost its fence (or its
 //! receipt or log entry already existed), the statement aborts itself; a second run inside
 //! `BEGIN … ROLLBACK` names the commits that lost, they get [`StoreError::Conflict`], and the
 //! rest are retried at once in a new transaction: a fenced match never fails the others, it
@@ -230,10 +230,12 @@ fn db(e: sqlx::Error) -> Attempt {
 /// The common case is ONE round trip: [`WRITE`] runs on its own (autocommit, so the
 /// statement is the transaction): its data-modifying `WITH` clauses write every table and,
 /// when a commit lost its fence, abort the statement (`juegoland_fence_lost()`, SQLSTATE
-/// `JL409`), so nothing of the batch is committed. Only then does a second attempt run the
-/// same statement without the abort inside `BEGIN … ROLLBACK` to learn which commits lost;
-/// the caller retries the rest. Rows of a commit that lost its fence are never written, so a
-/// stale writer meets no unique violation.
+/// `JL409`; or the revision's `unique_violation` when its key was taken after the fence
+/// was read, by a writer racing this one or a receipt key already stored), so nothing of the
+/// batch is committed. Only then does a second attempt run [`WRITE_REPORT`] without the
+/// abort inside `BEGIN … ROLLBACK` to learn which commits lost; the caller retries the rest.
+/// Rows of a commit that lost its fence are never written, so a stale writer meets no
+/// unique violation there.
 async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(), Attempt> {
     let commits: Vec<&Commit> = jobs.iter().map(|j| &j.commit).collect();
     let unfenced: BTreeSet<usize> = commits
@@ -290,7 +292,18 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 /// trip; the deadline cases of the behaviour suite hold both to it. `$47` aborts the
 /// statement (`guard`) when any commit lost its fence: nothing of the batch is then written.
 /// The guard's row (`'g'`) is selected only so that it is evaluated.
-const WRITE: &str = "
+///
+/// The statement comes in two forms ([`WRITE`], [`WRITE_REPORT`]) that differ only in how a
+/// revision row meets a taken key: in the first, the batch's common case, it is a plain
+/// `INSERT`, so a taken revision or receipt key fails the statement (`unique_violation`)
+/// like the guard does, and PostgreSQL skips the speculative insertion that `ON CONFLICT`
+/// costs on every row (a pre-check of both keys and a confirmation record: about 6% of its
+/// CPU in the cluster load test, docs/benchmarks.md); the second, run only to learn which
+/// commits lost, skips such a row (`ON CONFLICT DO NOTHING`) and reports it.
+macro_rules! write_statement {
+    ($on_taken_key:literal) => {
+        concat!(
+            "
 WITH
   created AS (
     INSERT INTO matches (match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status,
@@ -322,7 +335,9 @@ WITH
       AND (u.command_id IS NULL
            OR NOT EXISTS (SELECT 1 FROM receipts AS k
                           WHERE k.match_id = u.match_id AND k.principal = u.principal AND k.command_id = u.command_id))
-    ON CONFLICT DO NOTHING
+    ",
+            $on_taken_key,
+            "
     RETURNING match_id, revision),
   rejected AS (
     INSERT INTO receipts (match_id, principal, command_id, fingerprint, outcome, revision)
@@ -377,7 +392,18 @@ WITH
 SELECT 'p' AS kind, match_id, NULL::int8 AS number FROM passed
 UNION ALL SELECT 'l', match_id, revision FROM logged
 UNION ALL SELECT 'r', match_id, NULL FROM rejected
-UNION ALL SELECT 'g', NULL, lost FROM guard";
+UNION ALL SELECT 'g', NULL, lost FROM guard"
+        )
+    };
+}
+
+/// The batch's statement, a taken key failing it (see [`write_statement!`]).
+const WRITE: &str = write_statement!("");
+/// The batch's statement, a taken key skipped and reported (see [`write_statement!`]).
+const WRITE_REPORT: &str = write_statement!("ON CONFLICT DO NOTHING");
+
+/// The SQLSTATE of a taken unique key.
+const UNIQUE_VIOLATION: &str = "23505";
 
 /// The SQLSTATE of `juegoland_fence_lost()` (migration 0007).
 const FENCE_LOST: &str = "JL409";
@@ -535,8 +561,9 @@ impl<'a> Batch<'a> {
         Ok(b)
     }
 
-    /// Runs [`WRITE`]; `None` when `abort_if_fenced` and a commit lost its fence (the
-    /// statement was aborted: nothing of it was written).
+    /// Runs [`WRITE`] when `abort_if_fenced`, else [`WRITE_REPORT`]; `None` when
+    /// `abort_if_fenced` and a commit lost its fence (the statement was aborted: nothing of it
+    /// was written).
     async fn write(
         &self,
         conn: &mut PgConnection,
@@ -545,7 +572,7 @@ impl<'a> Batch<'a> {
     ) -> Result<Option<Report>, Attempt> {
         let (c, r, j, s, n) = (&self.created, &self.revisions, &self.rejections, &self.seated, &self.snapshots);
         let d = &self.deadlines;
-        let found = sqlx::query(WRITE)
+        let found = sqlx::query(if abort_if_fenced { WRITE } else { WRITE_REPORT })
             .bind(&c.ids)
             .bind(&c.game_ids)
             .bind(&c.rules_versions)
@@ -596,7 +623,11 @@ impl<'a> Batch<'a> {
             .fetch_all(&mut *conn)
             .await;
         let found = match found {
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(FENCE_LOST) => return Ok(None),
+            Err(sqlx::Error::Database(e))
+                if abort_if_fenced && matches!(e.code().as_deref(), Some(FENCE_LOST | UNIQUE_VIOLATION)) =>
+            {
+                return Ok(None);
+            }
             found => found.map_err(db)?,
         };
         let mut report = Report::default();

@@ -1,5 +1,6 @@
 //! Redis outages on a private `redis-server`: calls fail fast while it is down or hung, an
-//! open subscription sees a gap once it is back (not before), and deliveries resume.
+//! open subscription (and a watcher) sees a gap once it is back (not before), and deliveries
+//! resume.
 
 use std::time::{Duration, Instant};
 
@@ -29,9 +30,11 @@ async fn calls_fail_fast_while_redis_is_down_and_subscriptions_resync_after() {
     let id = random_match();
     let seats = [Some("p0"), Some("p1")];
     let mut sub = bus.subscribe(id).await.unwrap();
+    let (_watching, mut watched) = crate::suite::watched(&bus, id).await;
     let one = revision(id, 1, &seats);
     bus.publish(&one).await.unwrap();
     assert_eq!(publications(&mut sub, 2).await, one);
+    assert_eq!(publications(&mut watched, 2).await, one);
 
     server.kill();
     let two = revision(id, 2, &seats);
@@ -46,9 +49,11 @@ async fn calls_fail_fast_while_redis_is_down_and_subscriptions_resync_after() {
     assert!(matches!(bus.ping().await, Err(BusError::Unavailable(_))));
     // Nothing can be said while Redis is down: the gap comes when it is back.
     assert_quiet(&mut sub, Duration::from_millis(500)).await;
+    assert_quiet(&mut watched, Duration::from_millis(10)).await;
 
     server.restart().await;
     assert!(matches!(next(&mut sub).await, BusItem::Gap), "a gap once redis is back");
+    assert!(matches!(next(&mut watched).await, BusItem::Gap), "the watcher's gap once redis is back");
     // The sweeper resends revision 2 (the first attempts may meet a connection that is still
     // coming back), then the actor publishes revision 3: delivered in order.
     let deadline = Instant::now() + PATIENCE;
@@ -58,8 +63,10 @@ async fn calls_fail_fast_while_redis_is_down_and_subscriptions_resync_after() {
     }
     let three = revision(id, 3, &seats);
     bus.publish(&three).await.unwrap();
-    assert_eq!(publications(&mut sub, 4).await, [two, three].concat());
+    assert_eq!(publications(&mut sub, 4).await, [two.clone(), three.clone()].concat());
+    assert_eq!(publications(&mut watched, 4).await, [two, three].concat());
     assert_quiet(&mut sub, Duration::from_millis(200)).await;
+    assert_quiet(&mut watched, Duration::from_millis(10)).await;
 }
 
 #[tokio::test]

@@ -171,9 +171,13 @@ async fn dropping_the_bus_ends_its_subscriptions() {
     shared_redis().await;
     let bus = bus(RedisBusConfig::default());
     let mut sub = bus.subscribe(random_match()).await.unwrap();
+    // The watcher's stream ends when the bus lets go of its sink (after telling it `Ended`).
+    let (_watching, mut watched) = crate::suite::watched(&bus, random_match()).await;
     drop(bus);
     let end = tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut sub)).await;
     assert!(matches!(end, Ok(None)), "the subscription goes on after its bus is gone: {end:?}");
+    let end = tokio::time::timeout(Duration::from_secs(5), futures::StreamExt::next(&mut watched)).await;
+    assert!(matches!(end, Ok(None)), "the watch goes on after its bus is gone: {end:?}");
 }
 
 type Subscription = BoxStream<'static, BusItem>;

@@ -198,7 +198,7 @@ impl Sink for Queue {
     }
 }
 
-async fn watched(bus: &dyn Bus, match_id: uuid::Uuid) -> (Watching, BoxStream<'static, BusItem>) {
+pub async fn watched(bus: &dyn Bus, match_id: uuid::Uuid) -> (Watching, BoxStream<'static, BusItem>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let watching = bus.watch(match_id, Arc::new(Queue(tx))).await.unwrap();
     (watching, tokio_stream::wrappers::UnboundedReceiverStream::new(rx).boxed())

@@ -90,8 +90,11 @@ async fn sigkill_at(backend: Backend, point: &str) {
     // a few dozen moves make well over 11 batches even if every batch took a move of each).
     // The watermarks' transaction comes once per `mark_interval` (200 ms) with marks to
     // write, and the matches may finish in a few of those: its first.
+    // The point inside a batch is reached once per commit, up to twelve times a batch, so
+    // its 11th time could be the first batch's: its 61st is several batches into play.
     let arm = match point {
         "store-marks-before-commit" => format!("{point}=return"),
+        "store-batch-commit-written" => format!("{point}=60*off->return"),
         _ => format!("{point}=10*off->return"),
     };
     let server = Server::start_in_with_env(&dir, &args_ref, &[("FAILPOINTS", &arm)]);
