@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use juegoland_api::MatchError;
+use juegoland_api::{Created, MatchError};
 use juegoland_bus::Bus;
 use juegoland_core::{Engine, GameKey, LiveMatch, MatchState, SeatHolder};
 use juegoland_sdk::Seat;
@@ -147,14 +147,14 @@ impl Host {
 
     /// Creates the match `match_id` (revision 0) and activates it, so bot seats start
     /// playing. A creation retried with the same id after an unknown outcome answers the
-    /// stored match if it is the same game.
+    /// stored match if it is the same game. Answers what the match pinned.
     pub async fn create_match_with_id(
         &self,
         match_id: Uuid,
         game: &GameKey,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
-    ) -> Result<Uuid, MatchError> {
+    ) -> Result<Created, MatchError> {
         let (pending, live) =
             self.shared.engine.create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new()).map_err(|e| {
                 match e {
@@ -168,15 +168,16 @@ impl Host {
             Err(StoreError::Conflict { .. }) => {
                 let stored = self.shared.store.load(match_id).await?;
                 return match stored {
-                    Some(s) if s.snapshot.game == *game => Ok(match_id),
+                    Some(s) if s.snapshot.game == *game => Ok(Created::of(&s.snapshot)),
                     _ => Err(MatchError::Internal(format!("match id {match_id} is taken by another match"))),
                 };
             }
             Err(e) => return Err(e.into()),
         }
         debug!(match_id = %match_id, game = %game.id, "match created");
+        let created = Created::of(live.state());
         self.activate(match_id, Some(live)).await?;
-        Ok(match_id)
+        Ok(created)
     }
 
     /// Stops the actor of `match_id` if it is active (its match moved to another node, or
@@ -258,6 +259,13 @@ impl Host {
                         let stored = shared.store.load(match_id).await?.ok_or(MatchError::NotFound)?;
                         let receipts = Receipts::new(shared.store.receipts(match_id).await?);
                         shared.metrics.actor_events.with_label_values(&["receipts_loaded"]).inc();
+                        // A match pinned to a publication the registry no longer holds as
+                        // it was is refused before any rules code runs. The reason names
+                        // packages and digests only (no game state), so it is logged whole.
+                        shared.engine.check_pin(&stored.snapshot).map_err(|e| {
+                            error!(match_id = %match_id, error = %e, "a pinned match cannot be loaded");
+                            MatchError::Internal(e.to_string())
+                        })?;
                         // The snapshot and the revisions after it, recovered with the
                         // pinned rules (never decided anew).
                         (shared.engine.restore(stored).map_err(|f| MatchError::Internal(redacted(&f.0)))?, receipts)

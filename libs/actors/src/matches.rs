@@ -22,8 +22,7 @@ impl Matches for Host {
         let span = tracing::Span::current();
         match request {
             MatchRequest::Create { match_id, game, seats, config } => {
-                let match_id = self.create_match_with_id(match_id, &game, seats, &config).await?;
-                Ok(MatchReply::Created { match_id })
+                Ok(MatchReply::Created(self.create_match_with_id(match_id, &game, seats, &config).await?))
             }
             MatchRequest::Command { principal, envelope } => {
                 let match_id = envelope.match_id;

@@ -18,7 +18,7 @@ mod error;
 mod request;
 
 pub use error::{MatchError, Refusal, Wire};
-pub use request::{MatchReply, MatchRequest, SyncReply};
+pub use request::{Created, MatchReply, MatchRequest, SyncReply};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -45,10 +45,20 @@ pub trait Matches: Send + Sync + 'static {
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
     ) -> Result<Uuid, MatchError> {
+        Ok(self.create_pinned(game, seats, config).await?.match_id)
+    }
+
+    /// Creates a match as [`Matches::create_match`] does, answering what it pinned.
+    async fn create_pinned(
+        &self,
+        game: &GameKey,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: &Value,
+    ) -> Result<Created, MatchError> {
         let request =
             MatchRequest::Create { match_id: random_uuid(), game: game.clone(), seats, config: config.clone() };
         match self.call(request).await? {
-            MatchReply::Created { match_id } => Ok(match_id),
+            MatchReply::Created(created) => Ok(created),
             other => Err(other.unexpected("create")),
         }
     }

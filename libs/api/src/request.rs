@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
+use juegoland_core::{GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ServerMessage};
 use juegoland_sdk::Seat;
 use serde_json::Value;
@@ -70,11 +70,28 @@ impl MatchRequest {
         ["create_match", "submit_command", "command_status", "sync", "withdraw", "fire_deadline", "cancel", "revision"];
 }
 
+/// A created match and what it pinned at creation: its rules module's digest and, when the
+/// engine had a package registry with the game's package published, that package's lock
+/// digest (`MatchState::rules_digest`, `MatchState::package`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Created {
+    pub match_id: Uuid,
+    pub rules_digest: String,
+    pub package: Option<PackagePin>,
+}
+
+impl Created {
+    /// What `state` pinned.
+    pub fn of(state: &juegoland_core::MatchState) -> Self {
+        Self { match_id: state.match_id, rules_digest: state.rules_digest.clone(), package: state.package.clone() }
+    }
+}
+
 /// The answer to a [`MatchRequest`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum MatchReply {
-    /// The match exists at revision 0 (for `Create`).
-    Created { match_id: Uuid },
+    /// The match exists at revision 0 (for `Create`), with what it pinned.
+    Created(Created),
     /// A `game.ack` or a `game.error` (for `Command`, `CommandStatus`, and a refused `Sync`).
     Message(ServerMessage),
     /// The snapshot of a `Sync`.
@@ -87,7 +104,7 @@ impl MatchReply {
     /// The failure of a carrier that answered a request with the wrong kind of reply.
     pub(crate) fn unexpected(&self, what: &str) -> MatchError {
         let kind = match self {
-            Self::Created { .. } => "a creation",
+            Self::Created(_) => "a creation",
             Self::Message(_) => "a message",
             Self::Snapshot(_) => "a snapshot",
             Self::Revision(_) => "a revision",

@@ -4,12 +4,15 @@
 //! match, command or lifecycle event, services) into a [`Commit`] value — new state and
 //! counters (revision, phase epoch, actor revisions), receipt, internal events, randomness
 //! trace, deadlines with generations, and per-recipient publications (snapshots with visible
-//! events and offers); validation of every rules output; replay of a match from its log.
+//! events and offers); validation of every rules output; replay of a match from its log; the published package a
+//! match pins and the check that it is still published (through a trait: no IO here).
 //!
 //! Must not use: tokio, IO, storage, the network, clocks or OS randomness (the caller passes
 //! the captured instant and an entropy source), nor know any game by name.
 
 pub mod check;
+pub mod migration;
+pub mod packages;
 pub mod pipeline;
 pub mod project;
 pub mod registry;
@@ -17,6 +20,8 @@ pub mod replay;
 pub mod state;
 
 pub use check::OutputSchema;
+pub use migration::{Migration, MigrationError, MigrationMark};
+pub use packages::{PinError, PublishedPackages};
 pub use pipeline::{
     CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
     valid_reason_code,
@@ -24,6 +29,6 @@ pub use pipeline::{
 pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};
 pub use state::{
-    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Publication, Receipt, ReceiptKey, ReceiptOutcome,
-    SNAPSHOT_EVERY, SeatHolder, StoredMatch,
+    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, PackagePin, Publication, Receipt, ReceiptKey,
+    ReceiptOutcome, SNAPSHOT_EVERY, SeatHolder, StoredMatch,
 };

@@ -14,6 +14,7 @@ use juegoland_sdk::{
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::packages::{PinError, PublishedPackages};
 use crate::project::{build_snapshot, publications};
 use crate::registry::{LoadedGame, Registry};
 use crate::state::{
@@ -148,9 +149,9 @@ pub enum CreateError {
 
 /// A match loaded in memory: its persisted state and the decoded position.
 pub struct LiveMatch {
-    state: Arc<MatchState>,
-    game: Arc<LoadedGame>,
-    loaded: LoadedPosition,
+    pub(crate) state: Arc<MatchState>,
+    pub(crate) game: Arc<LoadedGame>,
+    pub(crate) loaded: LoadedPosition,
 }
 
 impl LiveMatch {
@@ -202,11 +203,14 @@ impl LiveMatch {
     }
 }
 
-/// The engine: a registry of rules modules and limits. Pure: no IO, no clock, no OS entropy.
+/// The engine: a registry of rules modules and limits, and optionally the published packages
+/// matches pin ([`crate::packages`]). Pure: no IO (the packages are read through the trait a
+/// service passes), no clock, no OS entropy.
 #[derive(Clone)]
 pub struct Engine {
     pub registry: Arc<Registry>,
     pub limits: Limits,
+    pub packages: Option<Arc<dyn PublishedPackages>>,
 }
 
 /// Runs one rules operation with fresh services: the captured instant and live randomness.
@@ -252,11 +256,25 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, RuleError>) -> Result<T,
 
 impl Engine {
     pub fn new(registry: Arc<Registry>) -> Self {
-        Self { registry, limits: Limits::default() }
+        Self { registry, limits: Limits::default(), packages: None }
+    }
+
+    /// The engine with a package registry: matches created from now on pin their game's
+    /// published package, and a pinned match loads only with that exact publication.
+    pub fn with_packages(mut self, packages: Arc<dyn PublishedPackages>) -> Self {
+        self.packages = Some(packages);
+        self
+    }
+
+    /// Checks a stored match's package pin against this engine's registry
+    /// ([`crate::packages::check_pin`]); [`Engine::load`] refuses a match that fails it.
+    pub fn check_pin(&self, state: &MatchState) -> Result<(), PinError> {
+        crate::packages::check_pin(self.packages.as_deref(), state)
     }
 
     /// Decodes and checks a stored match.
     pub fn load(&self, state: MatchState) -> Result<LiveMatch, Fault> {
+        self.check_pin(&state).map_err(|e| Fault(e.to_string()))?;
         let game = self
             .registry
             .get(&state.game)
@@ -379,6 +397,8 @@ impl Engine {
             return Err(CreateError::InvalidConfig("does not match the config schema".into()));
         }
         let config = loaded_game.game.decode_config(config).map_err(|e| CreateError::InvalidConfig(e.to_string()))?;
+        let package = crate::packages::pin_for(self.packages.as_deref(), &d.id, &d.version)
+            .map_err(|e| CreateError::Fault(Fault(e)))?;
         let participants: BTreeMap<Seat, Participant> =
             seats.keys().map(|s| (s.clone(), Participant::active())).collect();
 
@@ -401,6 +421,8 @@ impl Engine {
             game: game.clone(),
             game_version: d.version.clone(),
             rules_digest: loaded_game.digest.clone(),
+            package,
+            migrations: Vec::new(),
             position,
             revision: 0,
             phase_epoch: 0,
@@ -607,6 +629,8 @@ impl Engine {
             game: before.game.clone(),
             game_version: before.game_version.clone(),
             rules_digest: before.rules_digest.clone(),
+            package: before.package.clone(),
+            migrations: before.migrations.clone(),
             position,
             revision: before.revision + 1,
             phase_epoch: before.phase_epoch,
@@ -811,7 +835,12 @@ fn check_transition(
 
 /// The rules' own invariants of `position` (`validate_position`), then its encoded `data`
 /// against the data schema and the size limit: what every decided revision is checked for.
-fn check_position(game: &LoadedGame, position: &LoadedPosition, data: &RawJson, limits: &Limits) -> Result<(), Fault> {
+pub(crate) fn check_position(
+    game: &LoadedGame,
+    position: &LoadedPosition,
+    data: &RawJson,
+    limits: &Limits,
+) -> Result<(), Fault> {
     guarded("validate_position", || game.game.validate_position(position).map_err(|e| RuleError::fault(e.0)))
         .map_err(|e| Fault(e.to_string()))?;
     check_data(game, data, limits)

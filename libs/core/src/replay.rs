@@ -3,11 +3,12 @@
 //! compare the logical state (data, flow, result, participants) with what is stored.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use juegoland_sdk::{ErasedGame, Lifecycle, LoadedPosition, Participant, Randomness, RuleError, Seat, Services};
 
 use crate::registry::Registry;
-use crate::state::{LogEntry, LoggedOp, MatchState};
+use crate::state::{GameKey, LogEntry, LoggedOp, MatchState};
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReplayError {
@@ -28,12 +29,25 @@ pub enum ReplayError {
 /// Replays `log` — the whole log of a match, from its creation — and checks that it passes
 /// through `stored`'s logical state (data, flow, result, participants) at `stored`'s revision:
 /// a snapshot, which may have log entries after it; those are replayed and checked too.
+///
+/// A migrated match ([`crate::migration`]) replays each revision with the rules it was
+/// decided by: those of its migration marks ([`crate::MigrationMark`]) up to their revisions, then its pinned ones;
+/// the position carries over from one module to the next as the migration carried it.
 pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Result<(), ReplayError> {
-    let game = registry
-        .get(&stored.game)
-        .ok_or_else(|| ReplayError::UnknownGame(format!("{} {}", stored.game.id, stored.game.rules_version)))?;
-    game.check_pinned(&stored.rules_digest).map_err(ReplayError::Pinned)?;
-    let g = &game.game;
+    let module = |key: &GameKey, digest: &str| {
+        let game =
+            registry.get(key).ok_or_else(|| ReplayError::UnknownGame(format!("{} {}", key.id, key.rules_version)))?;
+        game.check_pinned(digest).map_err(ReplayError::Pinned)?;
+        Ok::<_, ReplayError>(game.game.clone())
+    };
+    // The rules of each span of revisions: (the last revision they decided, their module).
+    let mut spans = Vec::new();
+    for mark in &stored.migrations {
+        spans.push((mark.revision, module(&mark.from, &mark.from_rules_digest)?));
+    }
+    spans.push((u64::MAX, module(&stored.game, &stored.rules_digest)?));
+    let mut spans = spans.into_iter();
+    let mut span = spans.next().expect("the pinned rules' span");
     let diverged = |revision: u64, message: String| ReplayError::Diverged { revision, message };
     if (log.len() as u64) <= stored.revision {
         return Err(diverged(
@@ -47,12 +61,14 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
     let participants: BTreeMap<Seat, Participant> =
         stored.seats.keys().map(|s| (s.clone(), Participant::active())).collect();
     let mut services = Services::new(first.instant_ms, Randomness::replay(&first.trace));
+    let g = span.1.clone();
     let t = g.setup(config, &participants, &mut services).map_err(|e| diverged(0, e.to_string()))?;
     services.finish().map_err(|e| diverged(0, e.to_string()))?;
     check_events(g.encode_events(&t.events).ok(), first, 0)?;
     let mut position: LoadedPosition = t.next;
+    carry(0, &mut position, &mut span, &mut spans)?;
     if stored.revision == 0 {
-        same_state(&**g, &position, stored)?;
+        same_state(&*span.1, &position, stored)?;
     }
 
     for (i, entry) in rest.iter().enumerate() {
@@ -60,6 +76,7 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         if entry.revision != expected {
             return Err(ReplayError::RevisionGap { index: i + 1, expected, found: entry.revision });
         }
+        let g = span.1.clone();
         let mut services = Services::new(entry.instant_ms, Randomness::replay(&entry.trace));
         let result: Result<_, RuleError> = match &entry.op {
             LoggedOp::Create { .. } => return Err(diverged(expected, "a second creation".into())),
@@ -79,9 +96,31 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         services.finish().map_err(|e| diverged(expected, e.to_string()))?;
         check_events(g.encode_events(&t.events).ok(), entry, expected)?;
         position = t.next;
+        carry(expected, &mut position, &mut span, &mut spans)?;
         if expected == stored.revision {
-            same_state(&**g, &position, stored)?;
+            same_state(&*span.1, &position, stored)?;
         }
+    }
+    Ok(())
+}
+
+/// The rules of a span of revisions: the last revision they decided, and their module.
+type Span = (u64, Arc<dyn ErasedGame>);
+
+/// After `revision`: when it ends the current span (a migration's), carries the position
+/// to the next span's rules as the migration did (the same state JSON).
+fn carry(
+    revision: u64,
+    position: &mut LoadedPosition,
+    span: &mut Span,
+    spans: &mut impl Iterator<Item = Span>,
+) -> Result<(), ReplayError> {
+    let diverged = |message: String| ReplayError::Diverged { revision, message };
+    while span.0 == revision {
+        let next = spans.next().ok_or_else(|| diverged("a migration after the pinned rules".into()))?;
+        let carried = span.1.encode_position(position).map_err(|e| diverged(e.to_string()))?;
+        *position = next.1.decode_position(&carried).map_err(|e| diverged(e.to_string()))?;
+        *span = next;
     }
     Ok(())
 }

@@ -18,6 +18,16 @@ pub struct GameKey {
     pub rules_version: String,
 }
 
+/// The exact published package a match is pinned to at creation: its id and version (the
+/// game's id and package version) and the JCS digest of its lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackagePin {
+    pub id: String,
+    pub version: String,
+    pub lock_digest: String,
+}
+
 /// Who sits in a seat: a platform principal or a built-in bot profile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -47,6 +57,16 @@ pub struct MatchState {
     /// for matches stored before digests were pinned, which load without the check.
     #[serde(default)]
     pub rules_digest: String,
+    /// The published package pinned at creation, when the engine had a package registry
+    /// and the game's package was published in it ([`crate::packages`]); absent for matches
+    /// created without one (and for every match stored before packages were pinned), which
+    /// load without the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<PackagePin>,
+    /// The state migrations the match went through, oldest first
+    /// ([`crate::migration`]); empty for a match that never migrated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migrations: Vec<crate::migration::MigrationMark>,
     pub position: JsonPosition,
     pub revision: u64,
     pub phase_epoch: u64,

@@ -424,8 +424,13 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
             (seat, holder)
         })
         .collect();
-    let match_id = matches.create_match(&game.key(), seats, &req.config).await.map_err(|e| match_problem(e, None))?;
-    Ok((StatusCode::CREATED, Json(json!({ "matchId": match_id, "revision": 0 }))).into_response())
+    let created = matches.create_pinned(&game.key(), seats, &req.config).await.map_err(|e| match_problem(e, None))?;
+    // What the match pinned: its rules module's digest and, when the game's package is
+    // published in the node's registry, that package's lock digest (`package`, else null).
+    let package = created.package.map(|p| json!({ "id": p.id, "version": p.version, "lockDigest": p.lock_digest }));
+    let body =
+        json!({ "matchId": created.match_id, "revision": 0, "rulesDigest": created.rules_digest, "package": package });
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
 #[derive(Deserialize)]

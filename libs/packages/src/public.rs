@@ -11,7 +11,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::Rejection;
+use crate::error::{Kind, Rejection};
 use crate::lock::{LOCK_FILE, Lock, PUBLICATION_FILE, PackageKey};
 use crate::package::parse_document;
 use crate::publish::Publication;
@@ -68,17 +68,32 @@ pub fn public_file(registry: &Path, id: &str, version: &str, path: &str) -> Resu
 fn verified_lock(registry: &Path, id: &str, version: &str) -> Result<Lock, PublicError> {
     check_package_id(id).map_err(|_| PublicError::NotFound)?;
     check_version(version).map_err(|_| PublicError::NotFound)?;
-    let dir = registry.join(id).join(version);
-    let corrupt = |r: Rejection| PublicError::Corrupt(r.to_string());
-    let lock_bytes = std::fs::read(dir.join(LOCK_FILE)).map_err(|_| PublicError::NotFound)?;
-    let record_bytes =
-        std::fs::read(dir.join(PUBLICATION_FILE)).map_err(|e| PublicError::Corrupt(format!("read the record: {e}")))?;
     let key = PackageKey { id: id.to_owned(), version: version.to_owned() };
-    let (lock, _) = parse_document::<Lock>(&format!("{key}/{LOCK_FILE}"), &lock_bytes).map_err(corrupt)?;
-    let (record, _) =
-        parse_document::<Publication>(&format!("{key}/{PUBLICATION_FILE}"), &record_bytes).map_err(corrupt)?;
-    if lock.root != key || lock.digest() != record.lock_digest {
-        return Err(PublicError::Corrupt("the lock does not hash to the recorded lock digest".into()));
+    published_lock(registry, &key).map_err(|r| PublicError::Corrupt(r.to_string()))?.ok_or(PublicError::NotFound)
+}
+
+/// The lock of the published package `key`, checked against its publication record (its
+/// root is `key` and it hashes to the recorded lock digest), or `None` when `key` is not
+/// published in `registry` (no lock). What the resources API serves and what a match pins
+/// ([`Lock::digest`]); the package's files are not read.
+pub fn published_lock(registry: &Path, key: &PackageKey) -> Result<Option<Lock>, Rejection> {
+    let dir = registry.join(&key.id).join(&key.version);
+    let (lock_label, record_label) = (format!("{key}/{LOCK_FILE}"), format!("{key}/{PUBLICATION_FILE}"));
+    let lock_bytes = match std::fs::read(dir.join(LOCK_FILE)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Rejection::new(lock_label, "", Kind::Io(format!("read the lock: {e}")))),
+    };
+    let record_bytes = std::fs::read(dir.join(PUBLICATION_FILE))
+        .map_err(|e| Rejection::new(&record_label, "", Kind::Io(format!("read the record: {e}"))))?;
+    let (lock, _) = parse_document::<Lock>(&lock_label, &lock_bytes)?;
+    let (record, _) = parse_document::<Publication>(&record_label, &record_bytes)?;
+    if lock.root != *key || lock.digest() != record.lock_digest {
+        return Err(Rejection::new(
+            lock_label,
+            "",
+            Kind::LoadCheck("the lock does not hash to the recorded lock digest".into()),
+        ));
     }
-    Ok(lock)
+    Ok(Some(lock))
 }

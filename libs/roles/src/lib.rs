@@ -6,7 +6,8 @@
 //! Owns: the node and router gRPC services ([`NodeService`], [`RouterService`]), the
 //! [`Forwarder`] and [`RouterCalls`] (which implement the match API's `Matches`, so the
 //! same edge code serves the all-in-one, a router and a gateway), the [`Scheduler`] loop (`scheduler.rs`), and the processes' start-up,
-//! drain on SIGTERM and self-fence on a lost lease (`serve.rs`). Must not use: any service
+//! drain on SIGTERM and self-fence on a lost lease (`serve.rs`), and the registry directory
+//! of published packages the engine pins matches to ([`PublishedDir`]). Must not use: any service
 //! crate, or know any game by name (the catalog is passed in).
 //!
 //! Every call a gateway or a scheduler makes to a router carries the W3C trace context of
@@ -17,11 +18,13 @@
 //! every gateway's `gateway.deliver`, so one command is one trace across the processes.
 
 mod node;
+mod packages;
 mod router;
 mod scheduler;
 mod serve;
 
 pub use node::{NodeMetrics, NodeService};
+pub use packages::PublishedDir;
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{

@@ -67,6 +67,12 @@ pub struct NodeConfig {
     /// (the fast path; the durable scheduler stays the authority). 0 turns it off.
     #[arg(long, env = "JUEGOLAND_LOCAL_DEADLINE_HORIZON_MS", default_value_t = 60_000)]
     pub local_deadline_horizon_ms: u64,
+    /// The registry directory of published packages (`juegoland publish --registry`): a
+    /// match created on a published game pins its lock digest, and a pinned match is loaded
+    /// only while that exact publication is there. Without it nothing is pinned, and pinned
+    /// matches are refused.
+    #[arg(long, env = "JUEGOLAND_REGISTRY")]
+    pub registry: Option<std::path::PathBuf>,
 }
 
 /// Settings of a router process.
@@ -288,7 +294,11 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
             .then(|| Duration::from_millis(config.local_deadline_horizon_ms)),
         ..HostConfig::default()
     };
-    let engine = Arc::new(Engine::new(Arc::new(registry)));
+    let mut engine = Engine::new(Arc::new(registry));
+    if let Some(dir) = &config.registry {
+        engine = engine.with_packages(Arc::new(crate::PublishedDir::new(dir)));
+    }
+    let engine = Arc::new(engine);
     let metrics = Metrics::new(&prometheus).context("register host metrics")?;
     let bus: Arc<dyn Bus> = match &config.redis_url {
         // Redis being down does not stop the node: commits go on, the outbox keeps the

@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use juegoland_api::{MatchError, MatchReply, MatchRequest, SyncReply};
-use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
+use juegoland_api::{Created, MatchError, MatchReply, MatchRequest, SyncReply};
+use juegoland_core::{GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{ClientMessage, CommandEnvelope, ServerMessage, decode_client, decode_server, encode};
 use uuid::Uuid;
 
@@ -98,9 +98,16 @@ pub fn request(request: pb::MatchRequest) -> Result<MatchRequest, MatchError> {
 /// A reply on the wire.
 pub fn reply_to_pb(reply: &MatchReply) -> pb::MatchReply {
     let reply = match reply {
-        MatchReply::Created { match_id } => {
-            Reply::Created(pb::CreateMatchReply { match_id: match_id.to_string(), revision: 0 })
-        }
+        MatchReply::Created(c) => Reply::Created(pb::CreateMatchReply {
+            match_id: c.match_id.to_string(),
+            revision: 0,
+            rules_digest: c.rules_digest.clone(),
+            package: c.package.as_ref().map(|p| pb::PackagePin {
+                id: p.id.clone(),
+                version: p.version.clone(),
+                lock_digest: p.lock_digest.clone(),
+            }),
+        }),
         MatchReply::Message(message) => Reply::MessageJson(encode(message)),
         MatchReply::Snapshot(s) => Reply::Snapshot(pb::SyncSnapshot {
             seat: s.seat.clone(),
@@ -119,7 +126,11 @@ pub fn reply_to_pb(reply: &MatchReply) -> pb::MatchReply {
 pub fn reply(reply: pb::MatchReply) -> Result<MatchReply, MatchError> {
     let node = |e: MatchError| MatchError::Internal(format!("a node's reply: {e}"));
     match reply.reply.ok_or_else(|| MatchError::Internal("an empty reply".into()))? {
-        Reply::Created(r) => Ok(MatchReply::Created { match_id: uuid_field("match_id", &r.match_id).map_err(node)? }),
+        Reply::Created(r) => Ok(MatchReply::Created(Created {
+            match_id: uuid_field("match_id", &r.match_id).map_err(node)?,
+            rules_digest: r.rules_digest,
+            package: r.package.map(|p| PackagePin { id: p.id, version: p.version, lock_digest: p.lock_digest }),
+        })),
         Reply::MessageJson(json) => Ok(MatchReply::Message(server_message(&json)?)),
         Reply::Snapshot(s) => Ok(MatchReply::Snapshot(Box::new(SyncReply {
             seat: s.seat,

@@ -177,6 +177,13 @@ pub trait Store: Send + Sync + 'static {
     /// next activation redoes nothing, and a newer commit or owner makes that moot. True when
     /// it wrote.
     async fn snapshot(&self, state: &MatchState) -> Result<bool, StoreError>;
+    /// Replaces a match's state at the same revision (the state-migration admin operation
+    /// and its restore, `juegoland_core::migration`): writes `state` — its state and the
+    /// pinned rules and package columns — only while the stored match is at
+    /// `expected.revision` with no revision after it, pinned to `expected.game`; else
+    /// [`StoreError::Conflict`]. An owned store writes only a match it owns. Run it on a match
+    /// no actor serves (`juegoland migrate-match` opens the store alone).
+    async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError>;
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError>;
     /// Every receipt of a match (applied and rejected commands alike), in no particular
     /// order: what a match actor loads when it activates, so that judging a command needs
@@ -186,6 +193,9 @@ pub trait Store: Send + Sync + 'static {
     async fn log(&self, match_id: Uuid) -> Result<Vec<LogEntry>, StoreError>;
     /// Every stored match id, in id order (for replay and audits).
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError>;
+    /// The ids of the matches pinned at creation to the published package whose lock has
+    /// `lock_digest` (`MatchState::package`), in id order: what still needs that publication.
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError>;
     /// Up to `limit` undispatched outbox rows written at least `min_age` ago, oldest first:
     /// ordered by match, then revision, then the order the publications of one revision were
     /// decided in. Each publication is as committed, its `trace_context` included, so a

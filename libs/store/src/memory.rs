@@ -184,6 +184,19 @@ impl Store for MemoryStore {
         Ok(false)
     }
 
+    async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        let conflict = StoreError::Conflict { match_id: expected.match_id, expected: Some(expected.revision) };
+        let Some(stored) = inner.matches.get_mut(&expected.match_id) else { return Err(conflict) };
+        let owned = self.owner.is_none() || stored.owner == self.owner;
+        let same = stored.state.revision == expected.revision && stored.state.game == expected.game;
+        if !owned || !same || state.match_id != expected.match_id || state.revision != expected.revision {
+            return Err(conflict);
+        }
+        stored.state = Arc::new(state.clone());
+        Ok(())
+    }
+
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         Ok(self.inner.lock().await.receipts.get(key).cloned())
     }
@@ -201,6 +214,12 @@ impl Store for MemoryStore {
 
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError> {
         Ok(self.inner.lock().await.matches.keys().copied().collect())
+    }
+
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
+        let inner = self.inner.lock().await;
+        let pinned = |s: &Stored| s.state.package.as_ref().is_some_and(|p| p.lock_digest == lock_digest);
+        Ok(inner.matches.iter().filter(|(_, s)| pinned(s)).map(|(id, _)| *id).collect())
     }
 
     async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {

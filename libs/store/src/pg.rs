@@ -229,6 +229,24 @@ impl Store for PgStore {
         Ok(written.rows_affected() > 0)
     }
 
+    async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError> {
+        let r = rows::Replacement::of(expected, state)?;
+        let query = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{}, updated_at = now() {} AND ($9::text IS NULL OR owner = $9)
+               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_id = $1) = $2",
+            rows::REPLACE_SET,
+            rows::REPLACE_WHERE
+        )));
+        let written = rows::bind_replacement!(query, r, self.owner.as_deref())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "replace a match snapshot", e))?;
+        if written.rows_affected() == 0 {
+            return Err(rows::Replacement::conflict(expected));
+        }
+        Ok(())
+    }
+
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         // Audits and tools only: a match's actor reads its receipts once (`receipts`).
         let found: Option<(String, Option<String>, i64)> = sqlx::query_as(
@@ -279,6 +297,18 @@ impl Store for PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| store_error(PG, "list matches", e))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
+        if lock_digest.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<(Uuid,)> = sqlx::query_as(rows::PINNED_TO)
+            .bind(lock_digest)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(PG, "list the matches pinned to a lock digest", e))?;
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 

@@ -307,9 +307,10 @@ macro_rules! write_statement {
 WITH
   created AS (
     INSERT INTO matches (match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status,
-                         state, owner, owner_epoch)
+                         state, owner, owner_epoch, lock_digest)
     SELECT u.match_id, u.game_id, u.rules_version, u.game_version, u.rules_digest, u.revision, u.phase_epoch, u.status,
-           u.state, $12::text, CASE WHEN $12::text IS NULL THEN 0 ELSE 1 END
+           u.state, $12::text, CASE WHEN $12::text IS NULL THEN 0 ELSE 1 END,
+           coalesce(u.state::jsonb #>> '{package,lockDigest}', '')
     FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[], $8::text[],
                 $9::text[])
          AS u(match_id, game_id, rules_version, game_version, rules_digest, revision, phase_epoch, status, state)

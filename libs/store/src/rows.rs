@@ -86,6 +86,73 @@ pub(crate) fn match_status(state: &MatchState) -> &'static str {
     if state.is_finished() { "finished" } else { "active" }
 }
 
+/// What `Store::replace_snapshot` writes, checked to keep the match and its revision.
+pub(crate) struct Replacement<'a> {
+    pub match_id: Uuid,
+    pub revision: i64,
+    pub expected_rules: &'a str,
+    pub rules_version: &'a str,
+    pub game_version: &'a str,
+    pub rules_digest: &'a str,
+    pub lock_digest: &'a str,
+    pub state: String,
+}
+
+impl<'a> Replacement<'a> {
+    pub(crate) fn of(expected: &'a MatchState, state: &'a MatchState) -> Result<Self, StoreError> {
+        if state.match_id != expected.match_id || state.revision != expected.revision {
+            return Err(Self::conflict(expected));
+        }
+        let c = SnapshotColumns::of(state)?;
+        Ok(Self {
+            match_id: expected.match_id,
+            revision: c.revision,
+            expected_rules: &expected.game.rules_version,
+            rules_version: &state.game.rules_version,
+            game_version: &state.game_version,
+            rules_digest: &state.rules_digest,
+            lock_digest: state.package.as_ref().map_or("", |p| p.lock_digest.as_str()),
+            state: c.state,
+        })
+    }
+
+    /// The refusal when the stored match is not `expected`.
+    pub(crate) fn conflict(expected: &MatchState) -> StoreError {
+        StoreError::Conflict { match_id: expected.match_id, expected: Some(expected.revision) }
+    }
+}
+
+/// The `SET` of `Store::replace_snapshot`'s `UPDATE` and its first conditions (parameters as
+/// [`bind_replacement!`] binds them; `$9` is the store's owner); each backend adds its clock,
+/// its owner test and its "no revision after it" test.
+pub(crate) const REPLACE_SET: &str = "UPDATE matches SET rules_version = $4, game_version = $5, rules_digest = $6,
+                                lock_digest = $7, state = $8";
+pub(crate) const REPLACE_WHERE: &str = "WHERE match_id = $1 AND revision = $2 AND rules_version = $3";
+
+/// Binds a [`Replacement`] and the store's owner to [`REPLACE_SET`]'s parameters, for either
+/// backend's query type.
+macro_rules! bind_replacement {
+    ($query:expr, $r:expr, $owner:expr) => {
+        $query
+            .bind($r.match_id)
+            .bind($r.revision)
+            .bind($r.expected_rules)
+            .bind($r.rules_version)
+            .bind($r.game_version)
+            .bind($r.rules_digest)
+            .bind($r.lock_digest)
+            .bind($r.state)
+            .bind($owner)
+    };
+}
+pub(crate) use bind_replacement;
+
+/// The ids of the matches pinned to the lock digest `$1` (`Store::pinned_to`; the same
+/// statement on both SQL backends). It repeats the predicate of the partial index
+/// `matches_by_lock_digest` so both planners may use that index for a bound `$1`.
+pub(crate) const PINNED_TO: &str =
+    "SELECT match_id FROM matches WHERE lock_digest = $1 AND lock_digest <> '' ORDER BY match_id";
+
 /// The `matches` columns a snapshot of `state` writes (both backends, every writer of one).
 pub(crate) struct SnapshotColumns {
     pub revision: i64,

@@ -239,6 +239,25 @@ impl Store for SqliteStore {
         Ok(written.rows_affected() > 0)
     }
 
+    async fn replace_snapshot(&self, expected: &MatchState, state: &MatchState) -> Result<(), StoreError> {
+        self.writable()?;
+        let r = rows::Replacement::of(expected, state)?;
+        let query = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{}, updated_at = {NOW} {} AND ($9 IS NULL OR owner = $9)
+               AND (SELECT max(r.revision) FROM revisions AS r WHERE r.match_seq = matches.seq) = $2",
+            rows::REPLACE_SET,
+            rows::REPLACE_WHERE
+        )));
+        let written = rows::bind_replacement!(query, r, self.owner.as_deref())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "replace a match snapshot", e))?;
+        if written.rows_affected() == 0 {
+            return Err(rows::Replacement::conflict(expected));
+        }
+        Ok(())
+    }
+
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         self.readers.receipt(key)
     }
@@ -264,6 +283,18 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| store_error(LITE, "list matches", e))?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
+        if lock_digest.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<(Uuid,)> = sqlx::query_as(rows::PINNED_TO)
+            .bind(lock_digest)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "list the matches pinned to a lock digest", e))?;
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 

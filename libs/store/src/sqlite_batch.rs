@@ -247,8 +247,8 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<i64,
             let created: Option<i64> = conn
                 .prepare_cached(
                     "INSERT INTO matches (match_id, game_id, rules_version, game_version, revision, phase_epoch, status,
-                                          state, owner, owner_epoch, rules_digest, seq)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                                          state, owner, owner_epoch, rules_digest, lock_digest, seq)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,
                              (SELECT coalesce(max(seq), 0) + 1 FROM matches))
                      ON CONFLICT (match_id) DO NOTHING RETURNING seq",
                 )
@@ -265,6 +265,7 @@ fn fence(conn: &Connection, commit: &Commit, owner: Option<&str>) -> Result<i64,
                         owner,
                         i64::from(owner.is_some()),
                         state.rules_digest,
+                        state.package.as_ref().map_or("", |p| p.lock_digest.as_str()),
                     ], |row| row.get(0))
                     .optional()
                 })

@@ -3,7 +3,7 @@
 //! cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
-//! edge), `replay` and `publish`. Must not use: another service crate.
+//! edge), `replay`, `publish` and the state-migration admin operation (`admin`). Must not use: another service crate.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
 use tracing::info;
 
+pub mod admin;
 pub mod cluster;
 pub mod dev_secret;
 pub mod publish;
@@ -59,6 +60,14 @@ pub enum Command {
     /// and exact dependencies, files and references, art and translations, the compiled rules
     /// module against the manifest, schemas, conformance, lock and immutable publication).
     Publish(publish::PublishConfig),
+    /// Migrate a stored match to another registered rules version of its game (the
+    /// state-migration admin operation: validated under the target rules, pinned to the
+    /// target's publication, with a backup for `restore-match`). Run it while no server
+    /// serves the store.
+    MigrateMatch(admin::MigrateMatchConfig),
+    /// Restore a migrated match from the backup `migrate-match` wrote, if it has not changed
+    /// since.
+    RestoreMatch(admin::RestoreMatchConfig),
 }
 
 /// Where matches are stored. The embedded SQLite store in a data directory by default
@@ -192,6 +201,8 @@ pub fn init_tracing(command: &Command) -> juegoland_telemetry::Guard {
         Command::Scheduler(_) => "juegoland-scheduler",
         Command::Cluster(_) => "juegoland-cluster",
         Command::Publish(_) => "juegoland-publish",
+        Command::MigrateMatch(_) => "juegoland-migrate-match",
+        Command::RestoreMatch(_) => "juegoland-restore-match",
     };
     juegoland_telemetry::init(service_name)
 }
@@ -203,7 +214,7 @@ pub fn registry() -> anyhow::Result<Registry> {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Dev(config) => dev(config).await,
+        Command::Dev(config) => dev(config, registry()?).await,
         Command::Replay(config) => replay_command(config).await,
         Command::Migrate(store) => {
             store.open().await?;
@@ -215,7 +226,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gateway(config) => juegoland_roles::run_gateway(config, registry()?).await,
         Command::Scheduler(config) => juegoland_roles::run_scheduler(config, registry()?).await,
         Command::Cluster(config) => cluster::run(config).await,
-        Command::Publish(config) => publish::run(config),
+        Command::Publish(config) => publish::run(config, &registry()?),
+        Command::MigrateMatch(config) => admin::migrate_command(config, registry()?).await,
+        Command::RestoreMatch(config) => admin::restore_command(config, registry()?).await,
     }
 }
 
@@ -244,8 +257,12 @@ async fn replay_command(config: ReplayConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn dev(config: DevConfig) -> anyhow::Result<()> {
-    let engine = Arc::new(Engine::new(Arc::new(registry()?)));
+/// `juegoland dev` with the rules modules of `registry` (the binary passes [`registry`]; a
+/// test may add a rules version the catalog does not ship). Serves until Ctrl-C.
+pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
+    // Matches pin the packages published in the registry the resources API serves.
+    let published = Arc::new(juegoland_roles::PublishedDir::new(&config.packages.registry));
+    let engine = Arc::new(Engine::new(Arc::new(registry)).with_packages(published));
     let prometheus = prometheus::Registry::new();
     juegoland_roles::register_process_metrics(&prometheus, "dev").context("register process metrics")?;
     let metrics = Metrics::new(&prometheus).context("register metrics")?;

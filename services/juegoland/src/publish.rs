@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use juegoland_core::Registry;
 use juegoland_packages::plan::EffectRegistry;
 use juegoland_packages::publish::Publisher;
 use juegoland_sdk::ErasedGame;
@@ -30,9 +31,9 @@ pub struct PublishConfig {
     pub registry: RegistryConfig,
 }
 
-/// Publishes `config.dir` and prints where, with the package and lock digests.
-pub fn run(config: PublishConfig) -> anyhow::Result<()> {
-    let registry = crate::registry()?;
+/// Publishes `config.dir` and prints where, with the package and lock digests; a game's
+/// rules module is looked up in `registry` (the binary passes the catalog's).
+pub fn run(config: PublishConfig, registry: &Registry) -> anyhow::Result<()> {
     let modules = |id: &str, rules_version: &str| -> Option<Arc<dyn ErasedGame>> {
         registry
             .games()

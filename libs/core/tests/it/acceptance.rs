@@ -436,3 +436,164 @@ fn a_match_pins_its_rules_digest_and_refuses_another_contract() {
     assert!(legacy.rules_digest.is_empty());
     h.engine.load(legacy).expect("and loads");
 }
+
+/// A package registry that answers one publication, or fails to read.
+struct OnePublication {
+    id: &'static str,
+    version: &'static str,
+    answer: Result<String, String>,
+}
+
+impl juegoland_core::PublishedPackages for OnePublication {
+    fn lock_digest(&self, id: &str, version: &str) -> Result<Option<String>, String> {
+        match &self.answer {
+            Err(e) => Err(e.clone()),
+            Ok(digest) => Ok((id == self.id && version == self.version).then(|| digest.clone())),
+        }
+    }
+}
+
+#[test]
+fn a_match_pins_its_published_package_and_loads_only_with_that_publication() {
+    use juegoland_core::{PackagePin, PinError};
+    let h = Harness::conecta4();
+    let with = |answer: Result<&str, &str>| {
+        let answer = answer.map(str::to_owned).map_err(str::to_owned);
+        h.engine.clone().with_packages(std::sync::Arc::new(OnePublication { id: "conecta4", version: "1.0.0", answer }))
+    };
+    let lock = "c".repeat(64);
+    let mut entropy = SplitMix64(3);
+    let seats = h.state().seats.clone();
+    let create = |engine: &juegoland_core::Engine, entropy: &mut SplitMix64| {
+        let (pending, _) =
+            engine.create(Uuid::from_u128(77), &h.state().game, seats.clone(), &json!({}), 5, entropy).unwrap();
+        pending.commit.state.expect("a state").package.clone()
+    };
+    let pin = PackagePin { id: "conecta4".into(), version: "1.0.0".into(), lock_digest: lock.clone() };
+    assert_eq!(create(&with(Ok(&lock)), &mut entropy), Some(pin.clone()), "a published game is pinned");
+    assert_eq!(create(&h.engine, &mut entropy), None, "no registry, no pin");
+    let other_game = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "hundido",
+        version: "1.0.0",
+        answer: Ok(lock.clone()),
+    }));
+    assert_eq!(create(&other_game, &mut entropy), None, "an unpublished game is not pinned");
+    assert!(
+        h.engine
+            .clone()
+            .with_packages(std::sync::Arc::new(OnePublication {
+                id: "conecta4",
+                version: "1.0.0",
+                answer: Err("disk on fire".into())
+            }))
+            .create(Uuid::from_u128(78), &h.state().game, seats.clone(), &json!({}), 5, &mut entropy)
+            .is_err(),
+        "an unreadable registry creates nothing"
+    );
+
+    let mut pinned = h.state().clone();
+    pinned.package = Some(pin.clone());
+    let id = pinned.match_id;
+    with(Ok(&lock)).load(pinned.clone()).expect("the pinned publication is there");
+    let (c4, v1) = ("conecta4".to_owned(), "1.0.0".to_owned());
+    assert_eq!(
+        h.engine.check_pin(&pinned),
+        Err(PinError::NoRegistry { match_id: id, id: c4.clone(), version: v1.clone() })
+    );
+    let refusals = [
+        (
+            with(Ok(&"d".repeat(64))),
+            PinError::Changed {
+                match_id: id,
+                id: c4.clone(),
+                version: v1.clone(),
+                pinned: lock.clone(),
+                published: "d".repeat(64),
+            },
+        ),
+        (
+            with(Err("disk on fire")),
+            PinError::Unreadable { match_id: id, id: c4.clone(), version: v1.clone(), message: "disk on fire".into() },
+        ),
+    ];
+    for (engine, expected) in refusals {
+        assert_eq!(engine.check_pin(&pinned), Err(expected.clone()));
+        let fault = engine.load(pinned.clone()).err().expect("refused");
+        assert_eq!(fault.0, expected.to_string());
+    }
+    let mut elsewhere = pinned.clone();
+    elsewhere.package = Some(PackagePin { version: "1.1.0".into(), ..pin.clone() });
+    assert!(matches!(with(Ok(&lock)).check_pin(&elsewhere), Err(PinError::Mismatched { .. })));
+    let missing = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "conecta4",
+        version: "2.0.0",
+        answer: Ok(lock.clone()),
+    }));
+    assert_eq!(missing.check_pin(&pinned), Err(PinError::Missing { match_id: id, id: c4, version: v1 }));
+    // An unpinned match loads with any registry, and its envelope has no `package` field.
+    with(Err("disk on fire")).load(h.state().clone()).expect("an unpinned match loads");
+    assert!(serde_json::to_value(h.state()).unwrap().get("package").is_none());
+}
+
+#[test]
+fn a_match_migrates_to_another_rules_version_replays_and_restores() {
+    use juegoland_core::{Engine, GameKey, MigrationError, MigrationMark, Registry};
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4V11)).unwrap();
+    registry.register(juegoland_sdk::erase(crate::fixture::Prep)).unwrap();
+    let mut h = Harness::conecta4();
+    h.engine = Engine::new(std::sync::Arc::new(registry));
+    // The centre opening: legal under 1.0.0, refused under 1.1.0.
+    assert_eq!(h.drop_disc(3).ack().status, AckStatus::Applied);
+    let source = h.state().clone();
+    let v11 = GameKey { id: "conecta4".into(), rules_version: "1.1.0".into() };
+
+    let m = h.engine.migrate(&source, &v11).expect("1.0.0 → 1.1.0 carries the state over");
+    assert_eq!(m.source, source);
+    let t = &m.target;
+    assert_eq!((&t.game, t.game_version.as_str(), t.revision), (&v11, "1.1.0", source.revision));
+    assert_eq!(t.rules_digest, h.engine.registry.get(&v11).unwrap().digest);
+    assert_eq!(t.position, source.position);
+    let mark = MigrationMark { revision: 1, from: source.game.clone(), from_rules_digest: source.rules_digest.clone() };
+    assert_eq!(t.migrations, vec![mark]);
+    // Replay decides revision 1 with 1.0.0's rules; reading it with 1.1.0's (an alias, no
+    // mark) diverges at that very revision.
+    juegoland_core::replay(&h.engine.registry, t, &h.log).expect("a migrated match replays");
+    let mut alias = t.clone();
+    alias.migrations.clear();
+    let diverged = juegoland_core::replay(&h.engine.registry, &alias, &h.log).expect_err("an alias diverges");
+    assert!(diverged.to_string().contains("centre-opening"), "{diverged}");
+    h.engine.load(t.clone()).expect("the migrated match loads under 1.1.0");
+
+    // Restore: the source, while the match is exactly as migrated.
+    assert_eq!(h.engine.restore_migration(t, &m), Ok(source.clone()));
+    let mut advanced = t.clone();
+    advanced.revision += 1;
+    assert!(matches!(h.engine.restore_migration(&advanced, &m), Err(MigrationError::Changed { revision: 2, .. })));
+
+    // Refusals, each typed.
+    let key = |id: &str, v: &str| GameKey { id: id.into(), rules_version: v.into() };
+    assert!(matches!(h.engine.migrate(&source, &source.game), Err(MigrationError::SameVersion { .. })));
+    assert_eq!(
+        h.engine.migrate(&source, &key("conecta4", "9.9.9")),
+        Err(MigrationError::UnknownTarget(key("conecta4", "9.9.9")))
+    );
+    assert!(matches!(h.engine.migrate(&source, &key("prep", "1.0.0")), Err(MigrationError::OtherGame { .. })));
+    let publishing_old = h.engine.clone().with_packages(std::sync::Arc::new(OnePublication {
+        id: "conecta4",
+        version: "1.0.0",
+        answer: Ok("e".repeat(64)),
+    }));
+    let mut pinned = source.clone();
+    pinned.package = Some(juegoland_core::PackagePin {
+        id: "conecta4".into(),
+        version: "1.0.0".into(),
+        lock_digest: "e".repeat(64),
+    });
+    let unpinned = publishing_old.migrate(&source, &v11).expect("an unpinned match may stay unpinned");
+    assert_eq!(unpinned.target.package, None);
+    let unpublished = publishing_old.migrate(&pinned, &v11).expect_err("1.1.0 is not published");
+    assert!(matches!(unpublished, MigrationError::TargetUnpublished { .. }), "{unpublished}");
+    assert!(unpublished.to_string().contains("conecta4@1.1.0 is not published"), "{unpublished}");
+}

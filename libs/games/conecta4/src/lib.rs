@@ -33,6 +33,7 @@ pub mod model;
 
 mod board;
 mod bot;
+mod v1_1;
 mod validate;
 
 use juegoland_sdk::{
@@ -46,6 +47,7 @@ pub use model::{
     Action, CLOCK_POLICIES, Cell, ClockExpired, ClockView, Config, Context, Data, Disc, DiscDropped, DropPayload,
     Event, Grid, MAX_COLUMNS, MAX_ROWS, MIN_CONNECT, MIN_SIDE, Move, View, VisibleEvent,
 };
+pub use v1_1::{Conecta4V11, REASON_CENTRE_OPENING, VERSION_1_1};
 
 /// The game id.
 pub const GAME_ID: &str = "conecta4";
@@ -165,54 +167,53 @@ fn drop_disc(config: &Config, data: &Data, seat: Disc, column: u8) -> Result<Tra
     })
 }
 
-impl Conecta4 {
-    /// A fired clock deadline: checks it ends the running turn, then applies the policy.
-    fn timeout(
-        &self,
-        position: &Pos<Self>,
-        id: &str,
-        payload: &serde_json::Value,
-        now_ms: i64,
-    ) -> Result<Trans<Self>, RuleError> {
-        let config = &position.config;
-        let (Some(clock), Some(state)) = (config.clock.as_ref(), position.data.clock.as_ref()) else {
-            return Err(illegal("no-deadlines"));
-        };
-        if position.is_finished() {
-            return Err(illegal("match-finished"));
-        }
-        let mut data = position.data.clone();
-        let mut state = state.clone();
-        let seat = state.expire(id, payload).map_err(clock_refusal)?;
-        let seat = match (seat.as_deref().and_then(Disc::from_seat), enabled(position)) {
-            (Some(s), Some(e)) if s == e => s,
-            _ => return Err(RuleError::fault("the clock ran for a seat that is not the one to move")),
-        };
-        data.clock = Some(state);
-        let timed_out = Event::SeatTimedOut { seat };
-        let mut t = match clock.policy {
-            TimeoutPolicy::Forfeit => Transition {
-                data,
-                flow: position.flow.terminal(),
-                result: Some(MatchResult::completed(
-                    REASON_TIMEOUT,
-                    [(seat.seat(), Outcome::Loss), (seat.other().seat(), Outcome::Win)],
-                )),
-                events: vec![timed_out],
-                deadlines: Vec::new(),
-            },
-            TimeoutPolicy::DefaultMove => {
-                let column = default_column(config, &data.grid)
-                    .ok_or_else(|| RuleError::fault("an active match on a full board"))?;
-                let mut t = drop_disc(config, &data, seat, column)?;
-                t.events.insert(0, timed_out);
-                t
-            }
-            TimeoutPolicy::Skip => return Err(RuleError::fault("conecta4 has no skip policy")),
-        };
-        retime(config, &mut t, now_ms);
-        Ok(t)
+/// A fired clock deadline: checks it ends the running turn, then applies the policy;
+/// `default_move` chooses the column of a `defaultMove` (the rules version's choice).
+pub(crate) fn timeout(
+    position: &Pos<Conecta4>,
+    id: &str,
+    payload: &serde_json::Value,
+    now_ms: i64,
+    default_move: impl Fn(&Config, &Data) -> Option<u8>,
+) -> Result<Trans<Conecta4>, RuleError> {
+    let config = &position.config;
+    let (Some(clock), Some(state)) = (config.clock.as_ref(), position.data.clock.as_ref()) else {
+        return Err(illegal("no-deadlines"));
+    };
+    if position.is_finished() {
+        return Err(illegal("match-finished"));
     }
+    let mut data = position.data.clone();
+    let mut state = state.clone();
+    let seat = state.expire(id, payload).map_err(clock_refusal)?;
+    let seat = match (seat.as_deref().and_then(Disc::from_seat), enabled(position)) {
+        (Some(s), Some(e)) if s == e => s,
+        _ => return Err(RuleError::fault("the clock ran for a seat that is not the one to move")),
+    };
+    data.clock = Some(state);
+    let timed_out = Event::SeatTimedOut { seat };
+    let mut t = match clock.policy {
+        TimeoutPolicy::Forfeit => Transition {
+            data,
+            flow: position.flow.terminal(),
+            result: Some(MatchResult::completed(
+                REASON_TIMEOUT,
+                [(seat.seat(), Outcome::Loss), (seat.other().seat(), Outcome::Win)],
+            )),
+            events: vec![timed_out],
+            deadlines: Vec::new(),
+        },
+        TimeoutPolicy::DefaultMove => {
+            let column =
+                default_move(config, &data).ok_or_else(|| RuleError::fault("an active match on a full board"))?;
+            let mut t = drop_disc(config, &data, seat, column)?;
+            t.events.insert(0, timed_out);
+            t
+        }
+        TimeoutPolicy::Skip => return Err(RuleError::fault("conecta4 has no skip policy")),
+    };
+    retime(config, &mut t, now_ms);
+    Ok(t)
 }
 
 impl Game for Conecta4 {
@@ -375,7 +376,9 @@ impl Game for Conecta4 {
                 retime(&position.config, &mut t, services.now_ms());
                 Ok(t)
             }
-            Lifecycle::DeadlineExpired { id, payload } => self.timeout(position, id, payload, services.now_ms()),
+            Lifecycle::DeadlineExpired { id, payload } => {
+                timeout(position, id, payload, services.now_ms(), |config, data| default_column(config, &data.grid))
+            }
         }
     }
 

@@ -10,13 +10,13 @@ use serde_json::json;
 
 use super::*;
 
-fn with_services<T>(f: impl FnOnce(&mut Services<'_>) -> T) -> T {
+pub(crate) fn with_services<T>(f: impl FnOnce(&mut Services<'_>) -> T) -> T {
     let mut entropy = SplitMix64(0);
     let mut services = Services::new(0, Randomness::live(&mut entropy));
     f(&mut services)
 }
 
-fn start(config: Config) -> Pos<Conecta4> {
+pub(crate) fn start(config: Config) -> Pos<Conecta4> {
     let participants: BTreeMap<_, _> =
         [("p0".to_owned(), Participant::active()), ("p1".to_owned(), Participant::active())].into();
     let t = with_services(|s| Conecta4.setup(&Setup { config, participants: participants.clone() }, s)).unwrap();
@@ -25,7 +25,7 @@ fn start(config: Config) -> Pos<Conecta4> {
     p
 }
 
-fn commit(p: &Pos<Conecta4>, t: Trans<Conecta4>) -> Pos<Conecta4> {
+pub(crate) fn commit(p: &Pos<Conecta4>, t: Trans<Conecta4>) -> Pos<Conecta4> {
     let next = Position { data: t.data, flow: t.flow, result: t.result, ..p.clone() };
     Conecta4.validate_position(&next).unwrap();
     next

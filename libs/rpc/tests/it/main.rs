@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_api::{MatchError, MatchReply, MatchRequest, Refusal, SyncReply};
-use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
+use juegoland_api::{Created, MatchError, MatchReply, MatchRequest, Refusal, SyncReply};
+use juegoland_core::{GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{Action, CommandEnvelope, ErrorCode, ErrorMessage, Precondition, ServerMessage};
 use juegoland_rpc::{from_status, pb, reply, reply_to_pb, request, request_to_pb, seats, seats_to_pb, to_status};
 use serde_json::json;
@@ -78,7 +78,12 @@ fn every_request_and_reply_round_trips() {
     }
     let error = ErrorMessage::new(ErrorCode::Forbidden).with_match_id(m);
     let replies = [
-        MatchReply::Created { match_id: m },
+        MatchReply::Created(Created { match_id: m, rules_digest: "0".repeat(64), package: None }),
+        MatchReply::Created(Created {
+            match_id: m,
+            rules_digest: "1".repeat(64),
+            package: Some(PackagePin { id: "conecta4".into(), version: "1.0.0".into(), lock_digest: "2".repeat(64) }),
+        }),
         MatchReply::Message(ServerMessage::Error(error.clone())),
         MatchReply::Snapshot(Box::new(SyncReply {
             seat: "p0".into(),

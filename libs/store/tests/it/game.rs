@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use juegoland_core::{Commit, Deadline, Decision, Engine, GameKey, LiveMatch, LoggedOp, Pending, Registry, SeatHolder};
+use juegoland_core::{
+    Commit, Deadline, Decision, Engine, GameKey, LiveMatch, LoggedOp, Pending, PublishedPackages, Registry, SeatHolder,
+};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition};
 use juegoland_sdk::{Lifecycle, SplitMix64};
 use serde_json::json;
@@ -15,6 +17,24 @@ pub fn engine() -> Engine {
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register conecta4");
     Engine::new(Arc::new(registry))
+}
+
+/// Publications fixed in memory: `(id, version)` → lock digest. The store keeps whatever pin
+/// the engine decided; these tests need only what a registry answers, not its files.
+pub struct Publications(pub BTreeMap<(String, String), String>);
+
+impl PublishedPackages for Publications {
+    fn lock_digest(&self, id: &str, version: &str) -> Result<Option<String>, String> {
+        Ok(self.0.get(&(id.to_owned(), version.to_owned())).cloned())
+    }
+}
+
+/// An engine with Conecta 4 whose registry publishes its package `1.0.0` with `lock_digest`,
+/// or publishes nothing.
+pub fn engine_publishing(lock_digest: Option<&str>) -> Engine {
+    let published =
+        lock_digest.map(|d| (("conecta4".to_owned(), "1.0.0".to_owned()), d.to_owned())).into_iter().collect();
+    engine().with_packages(Arc::new(Publications(published)))
 }
 
 /// What `store` holds of match `id` made live: the snapshot with the revisions after it
@@ -35,7 +55,11 @@ pub struct Game {
 impl Game {
     /// A new Conecta 4 match (alice in `p0`, bob in `p1`) and its creation commit.
     pub fn create(match_id: Uuid) -> (Game, Commit) {
-        let engine = engine();
+        Self::create_on(engine(), match_id)
+    }
+
+    /// A new Conecta 4 match created by `engine` (which may pin a package).
+    pub fn create_on(engine: Engine, match_id: Uuid) -> (Game, Commit) {
         let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
         let seats = BTreeMap::from([
             ("p0".to_string(), SeatHolder::Principal("alice".into())),

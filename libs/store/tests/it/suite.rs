@@ -14,7 +14,7 @@ use juegoland_protocol::RejectionCode;
 use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError};
 use uuid::Uuid;
 
-use crate::game::{Game, current, firing, with_deadlines};
+use crate::game::{Game, current, engine, engine_publishing, firing, with_deadlines};
 
 /// A store backend under test: a fresh, empty store per test.
 #[async_trait::async_trait]
@@ -63,6 +63,8 @@ macro_rules! store_suite {
             ownership_fences_commits,
             owned_stores_claim_unowned_matches,
             an_ownership_fenced_commit_does_not_fail_the_others,
+            a_pinned_match_keeps_its_package_pin,
+            replace_snapshot_is_a_compare_and_set_at_one_revision,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -132,6 +134,88 @@ pub async fn round_trip<B: Backend>(b: &mut B) {
     let logged: Vec<_> = commits.iter().map(|c| c.log.clone().expect("a log entry")).collect();
     assert_eq!(store.log(id).await.unwrap(), logged);
     assert_eq!(store.log(match_id(99)).await.unwrap(), vec![]);
+}
+
+/// A match created with a package registry keeps its pin (the lock digest, next to the rules
+/// digest) through its commits; the store finds it by that digest; and it loads only where
+/// the registry still publishes that exact lock. An unpinned match is found by none.
+pub async fn a_pinned_match_keeps_its_package_pin<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let (lock, other) = ("a".repeat(64), "b".repeat(64));
+    let id = match_id(70);
+    let (mut game, create) = Game::create_on(engine_publishing(Some(&lock)), id);
+    let pin = create.state.as_ref().and_then(|s| s.package.clone()).expect("creation pins the published package");
+    assert_eq!((pin.id.as_str(), pin.version.as_str(), pin.lock_digest.as_str()), ("conecta4", "1.0.0", &*lock));
+    commit_ok(&*store, &create).await;
+    // Past a snapshot point, so the pin is read back from a snapshot written after creation.
+    for _ in 0..SNAPSHOT_EVERY + 2 {
+        commit_ok(&*store, &game.drop_without_ending()).await;
+    }
+    let unpinned = match_id(71);
+    played(&*store, unpinned, 1).await;
+    assert_eq!(store.pinned_to(&lock).await.unwrap(), vec![id]);
+    assert_eq!(store.pinned_to(&other).await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(store.pinned_to("").await.unwrap(), Vec::<Uuid>::new(), "no match is pinned to nothing");
+
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!(stored.snapshot.package.as_ref(), Some(&pin), "the stored snapshot keeps the pin");
+    let restored = engine_publishing(Some(&lock)).restore(stored.clone()).expect("the pinned publication is there");
+    assert_eq!(restored.state(), game.live().state());
+    let refused = |engine: juegoland_core::Engine| match engine.restore(stored.clone()) {
+        Ok(_) => panic!("a pinned match loaded without its publication"),
+        Err(fault) => fault.0,
+    };
+    let changed = refused(engine_publishing(Some(&other)));
+    assert!(changed.contains(&format!("lock digest {lock}")) && changed.contains(&other), "{changed}");
+    let missing = refused(engine_publishing(None));
+    assert!(missing.contains("conecta4@1.0.0, which is not published"), "{missing}");
+    let no_registry = refused(engine());
+    assert!(no_registry.contains("this engine has no package registry"), "{no_registry}");
+    // An unpinned match loads with or without a registry.
+    let old = store.load(unpinned).await.unwrap().expect("the unpinned match");
+    assert_eq!(old.snapshot.package, None);
+    engine_publishing(None).restore(old).expect("an unpinned match loads anywhere");
+}
+
+/// The state-migration admin operation's write: the snapshot replaced at the match's
+/// revision, pinned rules and package included, only while the stored match is the expected
+/// one (its revision, no revision after it, its rules version).
+pub async fn replace_snapshot_is_a_compare_and_set_at_one_revision<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(80);
+    let (mut game, _) = played(&*store, id, 2).await;
+    let state = game.live().state().clone();
+    // Revisions 1 and 2 follow the stored snapshot (revision 0): a replacement is refused
+    // until the current state is the snapshot.
+    let mut migrated = state.clone();
+    migrated.game.rules_version = "1.1.0".into();
+    migrated.game_version = "1.1.0".into();
+    migrated.rules_digest = "f".repeat(64);
+    migrated.package = Some(juegoland_core::PackagePin {
+        id: "conecta4".into(),
+        version: "1.1.0".into(),
+        lock_digest: "9".repeat(64),
+    });
+    let written_as_snapshot = store.snapshot(&state).await.unwrap();
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!((stored.snapshot.revision, stored.tail.len()), (2, 0), "wrote: {written_as_snapshot}");
+    store.replace_snapshot(&state, &migrated).await.expect("the stored match is the expected one");
+    let stored = store.load(id).await.unwrap().expect("the match");
+    assert_eq!((&stored.snapshot, stored.tail.len()), (&migrated, 0));
+    assert_eq!(store.pinned_to(&"9".repeat(64)).await.unwrap(), vec![id]);
+    // A second replacement from the old state conflicts (its rules version is gone), and so
+    // does one at another revision.
+    assert_conflict(store.replace_snapshot(&state, &migrated).await, id);
+    let mut later = migrated.clone();
+    later.revision += 1;
+    assert_conflict(store.replace_snapshot(&later, &later).await, id);
+    // Back: the restore is the same operation the other way.
+    store.replace_snapshot(&migrated, &state).await.expect("restore");
+    assert_eq!(store.load(id).await.unwrap().expect("the match").snapshot, state);
+    assert_eq!(store.pinned_to(&"9".repeat(64)).await.unwrap(), Vec::<Uuid>::new());
+    // A match that moved on since refuses the replacement.
+    commit_ok(&*store, &game.drop_disc(5)).await;
+    assert_conflict(store.replace_snapshot(&state, &migrated).await, id);
 }
 
 pub async fn a_long_match_restores_from_its_snapshot_and_the_revisions_after_it<B: Backend>(b: &mut B) {

@@ -386,7 +386,7 @@ pub async fn create_with(client: &mut RouterClient, config_json: &str) -> Uuid {
     loop {
         match router_call(client, &req).await {
             Ok(reply) => {
-                assert_eq!(reply, MatchReply::Created { match_id });
+                assert!(matches!(&reply, MatchReply::Created(c) if c.match_id == match_id), "{reply:?}");
                 return match_id;
             }
             Err(e) => {

@@ -18,3 +18,4 @@ mod publish;
 mod scheduler;
 mod socketio;
 mod tracing;
+mod versions;

@@ -88,3 +88,62 @@ async fn the_dev_server_serves_only_public_package_files() {
     let (status, _) = server.http("GET", "/v1/packages/conecta4/9.9.9", None).await;
     assert_eq!(status, 404);
 }
+
+/// A match created on a published game pins the lock digest of its publication (the
+/// creation answers it, with the rules digest); after a restart the match loads only while
+/// that exact publication is in the registry: moved away, the match is refused with a
+/// message naming the package; put back, it plays on.
+#[tokio::test]
+async fn a_match_pins_its_published_package_and_loads_only_with_it() {
+    let temp = TempDir::new("pinned-package");
+    let registry = temp.path().join("registry");
+    let data = temp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let out = publish(&registry, "libs/games/conecta4/package");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(registry.join("conecta4/1.0.0/publication.json")).unwrap()).unwrap();
+    let args = ["--registry", registry.to_str().unwrap()];
+
+    let server = crate::client::Server::start_in(&data, &args);
+    let (_, games) = server.http("GET", "/v1/games", None).await;
+    let rules_digest = games.as_array().unwrap().iter().find(|g| g["id"] == "conecta4").unwrap()["rulesDigest"].clone();
+    let seats = serde_json::json!({ "p0": "alice", "p1": "bob" });
+    let (status, created) = server
+        .http("POST", "/v1/matches", Some(serde_json::json!({ "game": "conecta4", "seats": seats, "config": {} })))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["rulesDigest"], rules_digest);
+    assert_eq!(
+        created["package"],
+        serde_json::json!({ "id": "conecta4", "version": "1.0.0", "lockDigest": record["lockDigest"] })
+    );
+    let match_id = created["matchId"].as_str().unwrap().to_owned();
+    let mut alice = server.connect("alice").await;
+    assert_eq!(alice.sync(&match_id, "r1").await["type"], "game.snapshot");
+    drop(alice);
+    drop(server);
+
+    let moved = temp.path().join("moved");
+    std::fs::rename(registry.join("conecta4/1.0.0"), &moved).unwrap();
+    let server = crate::client::Server::start_in(&data, &args);
+    let mut alice = server.connect("alice").await;
+    let refused = alice.sync(&match_id, "r2").await;
+    assert_eq!(
+        (refused["type"].as_str(), refused["code"].as_str()),
+        (Some("game.error"), Some("INTERNAL")),
+        "{refused}"
+    );
+    drop(alice);
+    drop(server);
+
+    std::fs::rename(&moved, registry.join("conecta4/1.0.0")).unwrap();
+    let server = crate::client::Server::start_in(&data, &args);
+    let mut alice = server.connect("alice").await;
+    let snapshot = alice.sync(&match_id, "r3").await;
+    assert_eq!(
+        (snapshot["type"].as_str(), snapshot["revision"].as_u64()),
+        (Some("game.snapshot"), Some(0)),
+        "{snapshot}"
+    );
+}

@@ -517,3 +517,24 @@ fn the_erased_form_carries_the_clock_in_schemas_and_views() {
     assert!(view["clock"].get("serial").is_none());
     let _: VisibleEvent = serde_json::from_value(json!({"type": "clock.expired", "data": {"seat": "p1"}})).unwrap();
 }
+
+/// Rules 1.1.0's default move keeps the centre opening rule: a timed-out opening lands beside
+/// the centre (column 2), where 1.0.0's lands in it (column 3); later ones are 1.0.0's.
+#[test]
+fn default_move_under_rules_1_1_opens_beside_the_centre() {
+    use juegoland_conecta4::Conecta4V11;
+    let (p, t) = start_at(per_turn(TimeoutPolicy::DefaultMove), 0);
+    let (due, payload) = schedule(&t);
+    let event = Lifecycle::DeadlineExpired { id: CLOCK_DEADLINE.into(), payload };
+    let dropped = |t: Trans<Conecta4>| match t.events[..] {
+        [Event::SeatTimedOut { .. }, Event::DiscDropped { column, .. }] => column,
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!(dropped(at(due, |s| Conecta4.on_lifecycle(&p, &event, s)).unwrap()), 3);
+    let t = at(due, |s| Conecta4V11.on_lifecycle(&p, &event, s)).unwrap();
+    let p = commit(&p, &t);
+    assert_eq!(dropped(t.clone()), 2);
+    let (due, payload) = schedule(&t);
+    let event = Lifecycle::DeadlineExpired { id: CLOCK_DEADLINE.into(), payload };
+    assert_eq!(dropped(at(due, |s| Conecta4V11.on_lifecycle(&p, &event, s)).unwrap()), 3, "then the centre is free");
+}
