@@ -8,6 +8,7 @@
 //! into the comparison table in `docs/benchmarks.md`. See `loadtest/README.md`.
 
 mod api;
+mod attack;
 mod conn;
 mod play;
 mod procs;
@@ -29,6 +30,7 @@ use serde_json::json;
 use crate::api::{Api, Endpoint, TokenSource};
 use crate::play::{Ending, Game, PlayContext, Rng};
 use crate::procs::{GroupFigures, Tracker, Watch};
+pub use crate::stats::ViewTimeline;
 use crate::stats::{Latency, Percentiles, Stats};
 
 #[derive(Parser)]
@@ -57,6 +59,9 @@ enum Scenario {
     ReconnectStorm,
     /// Conecta 4 on a cluster while a node is SIGKILLed mid-run; the audit must pass.
     Chaos,
+    /// Laberinto: both players send a real-time (`queue`) move every `--think-time`; the
+    /// game's cooldown rejections are counted, not errors of the engine.
+    LaberintoRealtime,
 }
 
 impl Scenario {
@@ -67,6 +72,7 @@ impl Scenario {
             Scenario::HundidoPlacement => "hundido-placement",
             Scenario::ReconnectStorm => "reconnect-storm",
             Scenario::Chaos => "chaos",
+            Scenario::LaberintoRealtime => "laberinto-realtime",
         }
     }
 }
@@ -114,7 +120,8 @@ struct RunOptions {
     /// Pause of a player after each of its moves.
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     think_time: Duration,
-    /// Game mix as game=weight pairs (conecta4, hundido); the scenario's game by default.
+    /// Game mix as game=weight pairs (conecta4, hundido, brisca, brisca4, oca, serpientes,
+    /// laberinto); the scenario's game by default.
     #[arg(long, value_delimiter = ',')]
     games: Vec<String>,
     /// Reconnect storm: a player drops its connection after about one in N of its moves.
@@ -149,6 +156,18 @@ struct RunOptions {
     /// A player that hears nothing for this long counts a stall and resyncs.
     #[arg(long, value_parser = parse_duration, default_value = "20s")]
     patience: Duration,
+    /// Abuse the WebSocket endpoint during the measured window while the players play
+    /// (`attack.rs`); the summary's `attack` says what the server did to the attackers.
+    #[arg(long, value_enum)]
+    attack: Option<attack::Attack>,
+    /// How many attackers (tasks) run the attack; a storm's attacker N storms the N-th
+    /// match that exists when the window starts (1: one match, more: many).
+    #[arg(long, default_value_t = 20)]
+    attackers: usize,
+    /// The source address of the attackers' connections (another loopback address by
+    /// default, so that the per-address cap tells them from the players).
+    #[arg(long, default_value = "127.0.0.2")]
+    attack_from: std::net::IpAddr,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -210,6 +229,13 @@ pub struct Summary {
     pub chaos: Option<serde_json::Value>,
     #[serde(default)]
     pub started_at: Option<String>,
+    /// Views per 100 ms of the window, for callers in process (the partition tests); not
+    /// written into the JSON summary.
+    #[serde(default, skip_serializing)]
+    pub view_timeline: Option<stats::ViewTimeline>,
+    /// The attack run alongside (`--attack`) and what the server did to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<serde_json::Value>,
 }
 
 impl Summary {
@@ -232,6 +258,7 @@ fn mix(options: &RunOptions) -> anyhow::Result<Vec<Game>> {
     let pairs: Vec<String> = if options.games.is_empty() {
         match options.scenario {
             Scenario::HundidoPlacement => vec!["hundido=1".into()],
+            Scenario::LaberintoRealtime => vec!["laberinto=1".into()],
             _ => vec!["conecta4=1".into()],
         }
     } else {
@@ -240,7 +267,7 @@ fn mix(options: &RunOptions) -> anyhow::Result<Vec<Game>> {
     let mut mix = Vec::new();
     for pair in &pairs {
         let (name, weight) = pair.split_once('=').unwrap_or((pair, "1"));
-        let game = Game::parse(name).with_context(|| format!("{name}: the harness plays conecta4 and hundido"))?;
+        let game = Game::parse(name).with_context(|| format!("{name}: the harness plays {}", Game::NAMES))?;
         let weight: usize = weight.parse().with_context(|| format!("{pair}: the weight is a whole number"))?;
         mix.extend(std::iter::repeat_n(game, weight));
     }
@@ -264,7 +291,7 @@ async fn catalog(api: &mut Api) -> anyhow::Result<Vec<juegoland_protocol::Contra
     }
 }
 
-/// One match slot: creates a match, plays both seats, and starts the next one.
+/// One match slot: creates a match, plays every seat, and starts the next one.
 async fn slot(
     ctx: Arc<PlayContext>,
     endpoint: Endpoint,
@@ -279,9 +306,10 @@ async fn slot(
     let mut n = 0u64;
     while !ctx.stop.load(Ordering::Relaxed) {
         let game = mix[rng.below(mix.len() as u64) as usize];
-        let principals = [format!("lt-{run_id}-{index}-{n}-a"), format!("lt-{run_id}-{index}-{n}-b")];
+        let principals: Vec<String> =
+            ["a", "b", "c", "d"][..game.seats()].iter().map(|s| format!("lt-{run_id}-{index}-{n}-{s}")).collect();
         let started = Instant::now();
-        let match_id = match api.create_match(game.id(), &principals, &json!({})).await {
+        let match_id = match api.create_match(game.id(), &principals, &game.config()).await {
             Ok(id) => id,
             Err(e) => {
                 ctx.stats.error(e.key());
@@ -291,9 +319,9 @@ async fn slot(
         };
         ctx.stats.latency(Latency::Create, started.elapsed());
         ctx.stats.created(match_id);
-        let [a, b] = principals;
-        let (a, b) = tokio::join!(play::play(&ctx, match_id, game, a), play::play(&ctx, match_id, game, b));
-        if a == Ending::Finished && b == Ending::Finished {
+        let endings =
+            futures::future::join_all(principals.into_iter().map(|p| play::play(&ctx, match_id, game, p))).await;
+        if endings.iter().all(|e| *e == Ending::Finished) {
             ctx.stats.count(&ctx.stats.matches_finished);
         }
         n += 1;
@@ -383,6 +411,24 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     stats.start_measuring();
+    let attack_stats = Arc::new(attack::AttackStats::default());
+    let attack_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attack_task = match options.attack {
+        Some(kind) => {
+            let ws_url = ctx.ws_urls.first().cloned().unwrap_or_default();
+            let target = Arc::new(attack::Target::resolve(&ws_url, options.attack_from, ctx.clone()).await?);
+            let matches = Arc::new(stats.created_ids().into_iter().rev().collect::<Vec<_>>());
+            Some(tokio::spawn(attack::run(
+                kind,
+                options.attackers,
+                target,
+                matches,
+                attack_stats.clone(),
+                attack_stop.clone(),
+            )))
+        }
+        None => None,
+    };
     let window = Instant::now();
     let mut tracker = Tracker::start(options.watch.clone());
     bar.set_prefix(options.scenario.name());
@@ -438,6 +484,11 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
     let resync = stats.percentiles(Latency::Resync);
     let create = stats.percentiles(Latency::Create);
     bar.finish_and_clear();
+    attack_stop.store(true, Ordering::SeqCst);
+    if let Some(task) = attack_task {
+        // Attackers blocked on a socket the server never answers are abandoned.
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
 
     // Stop: every player settles its pending command, so the audit sees no half-known one.
     ctx.stop.store(true, Ordering::SeqCst);
@@ -483,6 +534,8 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
         audit,
         chaos,
         started_at: Some(report::rfc3339(started_at)),
+        view_timeline: Some(stats.timeline()),
+        attack: options.attack.map(|kind| attack_stats.json(kind, options.attackers)),
     };
     let text = serde_json::to_string_pretty(&summary)?;
     println!("{text}");

@@ -20,26 +20,63 @@ use crate::api::TokenSource;
 use crate::conn::{Conn, ConnError};
 use crate::stats::{Latency, Stats};
 
-/// The games the harness can play, each with its move policy.
+/// The games the harness can play, each with its seats, configuration and move policy.
+/// `brisca4` is Brisca with four players in two teams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Game {
     Conecta4,
     Hundido,
+    Brisca,
+    Brisca4,
+    Oca,
+    Serpientes,
+    Laberinto,
 }
 
 impl Game {
+    /// The catalog id.
     pub fn id(self) -> &'static str {
         match self {
             Game::Conecta4 => "conecta4",
             Game::Hundido => "hundido",
+            Game::Brisca | Game::Brisca4 => "brisca",
+            Game::Oca => "oca",
+            Game::Serpientes => "serpientes",
+            Game::Laberinto => "laberinto",
         }
     }
+
+    /// The names `--games` takes.
+    pub const NAMES: &'static str = "conecta4, hundido, brisca, brisca4, oca, serpientes, laberinto";
 
     pub fn parse(s: &str) -> Option<Game> {
         match s {
             "conecta4" => Some(Game::Conecta4),
             "hundido" => Some(Game::Hundido),
+            "brisca" => Some(Game::Brisca),
+            "brisca4" => Some(Game::Brisca4),
+            "oca" => Some(Game::Oca),
+            "serpientes" => Some(Game::Serpientes),
+            "laberinto" => Some(Game::Laberinto),
             _ => None,
+        }
+    }
+
+    /// How many seats a match has (one player connection each).
+    pub fn seats(self) -> usize {
+        match self {
+            Game::Brisca4 => 4,
+            _ => 2,
+        }
+    }
+
+    /// The match configuration the harness creates.
+    pub fn config(self) -> Value {
+        match self {
+            Game::Brisca4 => json!({"players": 4}),
+            // The default 15×15 maze and 150 ms cooldown, a short countdown.
+            Game::Laberinto => json!({"countdownMs": 500}),
+            _ => json!({}),
         }
     }
 
@@ -47,6 +84,9 @@ impl Game {
         match self {
             Game::Conecta4 => Box::new(AnyConcrete { action: "drop" }),
             Game::Hundido => Box::new(Hundido::new(rng)),
+            Game::Brisca | Game::Brisca4 => Box::new(AnyConcrete { action: "play" }),
+            Game::Oca | Game::Serpientes => Box::new(AnyConcrete { action: "roll" }),
+            Game::Laberinto => Box::new(Wander { last: None }),
         }
     }
 }
@@ -88,7 +128,8 @@ trait Policy: Send {
     fn settled(&mut self, _applied: bool) {}
 }
 
-/// Any concrete offer of one action type, at random (Conecta 4: a column).
+/// Any concrete offer of one action type, at random (Conecta 4: a column; Brisca: a card;
+/// the dice games: their one roll).
 struct AnyConcrete {
     action: &'static str,
 }
@@ -101,6 +142,39 @@ impl Policy for AnyConcrete {
             WireOffer::Concrete(o) => Some((o.r#type.clone(), o.payload.to_value(), o.precondition)),
             WireOffer::Parametrized(_) => None,
         }
+    }
+}
+
+/// Laberinto: a `queue` move through an open passage of the offers (the way back only at a
+/// dead end), so a player sweeps the maze; every move pays the game's cooldown, and a move
+/// sent inside it is the game's own rejection.
+struct Wander {
+    last: Option<String>,
+}
+
+impl Policy for Wander {
+    fn choose(&mut self, snap: &Snapshot, rng: &mut Rng) -> Option<Move> {
+        let back = self.last.as_deref().map(|d| match d {
+            "north" => "south",
+            "south" => "north",
+            "east" => "west",
+            _ => "east",
+        });
+        let moves: Vec<(String, Precondition)> = snap
+            .actions
+            .iter()
+            .filter_map(|o| match o {
+                WireOffer::Concrete(c) if c.r#type == "move" => {
+                    Some((c.payload.to_value()["direction"].as_str()?.to_owned(), c.precondition))
+                }
+                _ => None,
+            })
+            .collect();
+        let onward: Vec<&(String, Precondition)> = moves.iter().filter(|(d, _)| Some(d.as_str()) != back).collect();
+        let pool: Vec<&(String, Precondition)> = if onward.is_empty() { moves.iter().collect() } else { onward };
+        let (direction, precondition) = pool.get(rng.below(pool.len() as u64) as usize)?;
+        self.last = Some(direction.clone());
+        Some(("move".into(), json!({ "direction": direction }), *precondition))
     }
 }
 

@@ -40,6 +40,25 @@ pub struct Stats {
     errors_total: AtomicU64,
     seen: Mutex<Vec<SeenApplied>>,
     created: Mutex<BTreeSet<Uuid>>,
+    /// When the measured window began (monotonic, and as Unix milliseconds).
+    window: std::sync::OnceLock<(std::time::Instant, u64)>,
+    /// Views received per `TIMELINE_BUCKET` of the window.
+    timeline: Mutex<Vec<u32>>,
+}
+
+/// The width of one bucket of the views' timeline.
+pub const TIMELINE_BUCKET: Duration = Duration::from_millis(100);
+
+/// Views received per bucket of the measured window: when clients stopped seeing views and
+/// when they saw them again (the partition tests measure recovery with it).
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewTimeline {
+    /// The window's start, in milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    pub bucket_ms: u64,
+    /// Views received in each bucket, from the window's start.
+    pub views: Vec<u32>,
 }
 
 fn histogram() -> Mutex<Histogram<u64>> {
@@ -62,6 +81,8 @@ impl Default for Stats {
             errors_total: AtomicU64::new(0),
             seen: Mutex::new(Vec::new()),
             created: Mutex::new(BTreeSet::new()),
+            window: std::sync::OnceLock::new(),
+            timeline: Mutex::new(Vec::new()),
         }
     }
 }
@@ -73,7 +94,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Stats {
     pub fn start_measuring(&self) {
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let _ = self.window.set((std::time::Instant::now(), unix_ms));
         self.measuring.store(true, Ordering::SeqCst);
+    }
+
+    /// The views' timeline of the window so far.
+    pub fn timeline(&self) -> ViewTimeline {
+        ViewTimeline {
+            start_unix_ms: self.window.get().map_or(0, |w| w.1),
+            bucket_ms: TIMELINE_BUCKET.as_millis() as u64,
+            views: lock(&self.timeline).clone(),
+        }
     }
 
     pub fn measuring(&self) -> bool {
@@ -84,6 +118,14 @@ impl Stats {
         if self.measuring() {
             let micros = u64::try_from(d.as_micros()).unwrap_or(u64::MAX).clamp(1, 600_000_000);
             lock(&self.histograms[which as usize]).saturating_record(micros);
+            if let (Latency::CommandToView, Some((start, _))) = (which, self.window.get()) {
+                let bucket = (start.elapsed().as_millis() / TIMELINE_BUCKET.as_millis()) as usize;
+                let mut timeline = lock(&self.timeline);
+                if timeline.len() <= bucket {
+                    timeline.resize(bucket + 1, 0);
+                }
+                timeline[bucket] += 1;
+            }
         }
     }
 

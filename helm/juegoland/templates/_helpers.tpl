@@ -199,6 +199,30 @@ lifecycle:
   mountPath: /tmp
 {{- end -}}
 
+{{/* The published packages' registry (values `packages`): its volume, mount and variable, each
+empty without a volume. */}}
+{{- define "juegoland.packagesVolume" -}}
+{{- with .Values.packages.volume }}
+- name: packages
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "juegoland.packagesMount" -}}
+{{- if .Values.packages.volume }}
+- name: packages
+  mountPath: {{ .Values.packages.mountPath }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "juegoland.packagesEnv" -}}
+{{- if .Values.packages.volume }}
+- name: JUEGOLAND_REGISTRY
+  value: {{ .Values.packages.mountPath | quote }}
+{{- end }}
+{{- end -}}
+
 {{/* Pod annotations that roll the pods when the chart's Secret changes. */}}
 {{- define "juegoland.podAnnotations" -}}
 checksum/secrets: {{ include (print .ctx.Template.BasePath "/secret.yaml") .ctx | sha256sum }}

@@ -31,9 +31,15 @@ pub enum MatchMsg {
         /// The caller's span (a node's `node.call`, a gateway's `gateway.command`): the
         /// parent of the actor's `match.command` span, so the command stays one trace.
         span: Span,
+        /// A `queue` command's place in the match's FIFO, held until the command is handled.
+        ticket: Option<crate::queue::Ticket>,
     },
     Sync {
         principal: String,
+        reply: RpcReplyPort<Result<SyncReply, ErrorMessage>>,
+    },
+    /// An authorized spectator's snapshot (the edge checked the grant).
+    Spectate {
         reply: RpcReplyPort<Result<SyncReply, ErrorMessage>>,
     },
     CommandStatus {
@@ -54,6 +60,19 @@ pub enum MatchMsg {
         decided: Option<(String, Value)>,
     },
     IdleCheck,
+    /// A paused real-time bot may move again.
+    BotWake,
+    /// The think time of an agent seat's turn `turn` is over (`agents.rs`).
+    AgentThinkTime {
+        seat: Seat,
+        turn: u64,
+    },
+    /// Time to forget the seats' presences their gateways stopped renewing (`seats.rs`).
+    PresenceLapse,
+    /// An agent seat a bot played past its think time has nothing left to do (`agents.rs`).
+    AgentReturns {
+        seat: Seat,
+    },
     /// The host is about to stop this actor (the node drains, the match moved): leave the
     /// committed state as the snapshot first.
     Passivate {
@@ -74,6 +93,20 @@ pub enum MatchMsg {
     Revision {
         reply: RpcReplyPort<u64>,
     },
+    /// A seat's subscription synced or ended (`seats.rs`); answers the revision.
+    Presence {
+        principal: String,
+        subscription: String,
+        present: bool,
+        reply: RpcReplyPort<Result<u64, MatchError>>,
+    },
+    /// The hand-over grace of an away human ran out (armed at `generation`).
+    HandoverDue {
+        seat: Seat,
+        generation: u64,
+    },
+    /// A replay match's script plays its next decision.
+    ScriptStep,
 }
 
 /// The span of one command on its actor: a child of `parent` (the caller's span) or a root
@@ -104,6 +137,7 @@ pub(crate) fn lifecycle_span(parent: Option<tracing::Id>, match_id: Uuid, reques
         LifecycleRequest::Withdraw { .. } => "withdraw",
         LifecycleRequest::Cancel { .. } => "cancel",
         LifecycleRequest::FireDeadline { .. } => "fire_deadline",
+        LifecycleRequest::Control { .. } => "control",
     };
     info_span!(parent: parent, "match.lifecycle", match_id = %match_id, op)
 }
@@ -127,12 +161,29 @@ pub(crate) struct MatchActorState {
     pub(crate) bot_pending: Option<u64>,
     /// The revision at which a bot had nothing to do (not asked again until it changes).
     pub(crate) bot_idle: Option<u64>,
+    /// The bot seat asked last: the next bot seat after it is asked first (bots share the
+    /// turnless phases of real-time games fairly).
+    pub(crate) bot_last: Option<Seat>,
+    /// When each bot seat may send its next `queue` command (`HostConfig::bot_queue_pause`
+    /// after its last one): a real-time bot keeps a human pace, and its moves are not all
+    /// rejected by a cooldown.
+    pub(crate) bot_ready_at: std::collections::BTreeMap<Seat, Instant>,
+    /// A `BotWake` is scheduled.
+    pub(crate) bot_wake_scheduled: bool,
     /// A rules fault met while handling the current message: after answering, the actor
     /// fails, and the supervisor's next activation starts from the last commit.
     pub(crate) fault: Option<String>,
     /// The match's receipts; `None` until loaded (after cooling or a commit whose outcome
     /// is unknown). See `receipts.rs`.
     pub(crate) receipts: Option<Receipts>,
+    /// The human seats' open subscriptions and away humans (hand-over, `seats.rs`).
+    pub(crate) presence: crate::seats::Presence,
+    /// A replay match's script, once its source's log is read (`seats.rs`).
+    pub(crate) script: Option<crate::seats::Script>,
+    /// The seats this actor counts in the seats gauge, by controller kind.
+    pub(crate) counted: std::collections::BTreeMap<Seat, juegoland_core::ControllerKind>,
+    /// The agent seats' limits: their minutes of commands and their turns (`agents.rs`).
+    pub(crate) agents: crate::agents::AgentSeats,
 }
 
 impl MatchActorState {
@@ -183,15 +234,31 @@ impl Actor for MatchActor {
             last_activity: Instant::now(),
             bot_pending: None,
             bot_idle: None,
+            bot_last: None,
+            bot_ready_at: Default::default(),
+            bot_wake_scheduled: false,
             fault: None,
             receipts,
+            presence: Default::default(),
+            script: None,
+            counted: Default::default(),
+            agents: Default::default(),
         })
     }
 
     async fn post_start(&self, myself: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+        self.count_seats(state, false);
         self.maybe_bot(&myself, state);
         self.arm_deadlines(&myself, state);
+        self.schedule_script(&myself, state).await;
+        self.note_agent_turns(&myself, state);
         self.schedule_cool(&myself, state);
+        Ok(())
+    }
+
+    async fn post_stop(&self, _: ActorRef<MatchMsg>, state: &mut Self::State) -> Result<(), ActorProcessingErr> {
+        // Metrics only: nothing is persisted here.
+        self.count_seats(state, true);
         Ok(())
     }
 
@@ -231,20 +298,28 @@ impl MatchActor {
             }
         }
         match msg {
-            MatchMsg::Command { principal, envelope, reply, span } => {
+            MatchMsg::Command { principal, envelope, reply, span, ticket } => {
                 let span = command_span(span.id(), state, &principal, &envelope);
                 let answer = self.command(&myself, state, &principal, &envelope).instrument(span).await;
+                // Its place in the FIFO is free once it is decided.
+                drop(ticket);
                 let _ = reply.send(answer);
             }
             MatchMsg::Sync { principal, reply } => {
                 let _ = reply.send(self.sync(state, &principal));
+            }
+            MatchMsg::Spectate { reply } => {
+                let _ = reply.send(self.spectate(state));
             }
             MatchMsg::CommandStatus { principal, command_id, reply } => {
                 let _ = reply.send(self.command_status(state, &principal, command_id).await);
             }
             MatchMsg::Lifecycle { request, reply, span } => {
                 let span = lifecycle_span(span.id(), state.live().state().match_id, &request);
-                let answer = self.lifecycle(&myself, state, &request).instrument(span).await;
+                let answer = match Self::refused_on_replay(state, &request) {
+                    Some(refused) => Err(refused),
+                    None => self.lifecycle(&myself, state, &request).instrument(span).await,
+                };
                 let _ = reply.send(answer);
             }
             MatchMsg::BotMove { seat, revision, decided } => {
@@ -274,6 +349,12 @@ impl MatchActor {
                     self.shared.metrics.actor_events.with_label_values(&["cooled"]).inc();
                 }
             }
+            MatchMsg::BotWake => {
+                state.bot_wake_scheduled = false;
+                self.maybe_bot(&myself, state);
+            }
+            MatchMsg::AgentThinkTime { seat, turn } => self.agent_think_time(&myself, state, seat, turn).await,
+            MatchMsg::AgentReturns { seat } => self.agent_returns(&myself, state, seat).await,
             MatchMsg::IdleCheck => {
                 if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
                     self.leave_snapshot(state).await;
@@ -289,6 +370,16 @@ impl MatchActor {
             }
             MatchMsg::Revision { reply } => {
                 let _ = reply.send(state.live().state().revision);
+            }
+            MatchMsg::Presence { principal, subscription, present, reply } => {
+                let _ = reply.send(self.presence(&myself, state, &principal, subscription, present).await);
+            }
+            MatchMsg::PresenceLapse => self.presence_lapse(&myself, state),
+            MatchMsg::HandoverDue { seat, generation } => {
+                self.handover_due(&myself, state, seat, generation).await;
+            }
+            MatchMsg::ScriptStep => {
+                self.script_step(&myself, state).await;
             }
         }
         self.schedule_cool(&myself, state);
@@ -360,10 +451,42 @@ impl MatchActor {
                 return self.error(ErrorCode::Unavailable, match_id, command_id);
             }
         };
+        // An agent seat's commands are limited per minute (`agents.rs`); a retry answered from
+        // its receipt is not counted, and a refusal consumes nothing.
+        let agent = crate::agents::agent_seat(state.live(), principal);
+        if existing.is_none()
+            && let Some((seat, limits)) = &agent
+            && state.agents.admit(seat, *limits, Instant::now()).is_err()
+        {
+            Span::current().record("outcome", "rate_limited");
+            m.commands.with_label_values(&["rate_limited", ""]).inc();
+            m.agent_limits.with_label_values(&["commands_per_minute"]).inc();
+            return self.error(ErrorCode::RateLimited, match_id, command_id);
+        }
+        if envelope.precondition == juegoland_protocol::Precondition::Queue {
+            // A final rejection's sequence is only in its receipt: the next one goes above.
+            let last = state.receipts.as_ref().map_or(0, Receipts::last_sequence);
+            state.live_mut().note_sequence(last);
+        }
         let decided = Instant::now();
         let decision =
             self.shared.engine.command(state.live(), principal, envelope, existing, now_ms(), &mut OsEntropy::new());
         m.command_seconds.with_label_values(&["decide"]).observe(decided.elapsed().as_secs_f64());
+        if matches!(decision, Decision::Commit(_)) {
+            m.seat_commands.with_label_values(&[controller_of(state.live().state(), principal).as_str()]).inc();
+        }
+        let applies = |pending: &Pending| {
+            matches!(
+                pending.commit.receipt.as_ref().map(|r| &r.outcome),
+                Some(juegoland_core::ReceiptOutcome::Applied { .. })
+            )
+        };
+        if let (Some((seat, limits)), Decision::Commit(pending)) = (&agent, &decision)
+            && applies(pending)
+        {
+            // The seat answered its turn; the commit opens its next one, if it has one.
+            self.agent_answered(state, seat, *limits);
+        }
         let answer = match decision {
             Decision::Duplicate(receipt) => {
                 Span::current().record("outcome", "duplicate");
@@ -392,12 +515,12 @@ impl MatchActor {
                 Ok(commit) => {
                     let receipt = commit.receipt.as_ref().expect("a command commit carries its receipt");
                     match &receipt.outcome {
-                        juegoland_core::ReceiptOutcome::Applied { revision } => {
+                        juegoland_core::ReceiptOutcome::Applied { revision, .. } => {
                             Span::current().record("outcome", "applied").record("revision", revision);
                             debug!(match_id = %match_id, revision, "command applied");
                             m.commands.with_label_values(&["applied", ""]).inc();
                         }
-                        juegoland_core::ReceiptOutcome::Rejected { code, revision } => {
+                        juegoland_core::ReceiptOutcome::Rejected { code, revision, .. } => {
                             Span::current().record("outcome", "rejected").record("revision", revision);
                             debug!(match_id = %match_id, revision, code = code.as_str(), "command rejected");
                             m.commands.with_label_values(&["rejected", code.as_str()]).inc();
@@ -415,6 +538,10 @@ impl MatchActor {
             },
         };
         m.command_seconds.with_label_values(&["total"]).observe(started.elapsed().as_secs_f64());
+        if agent.is_some() {
+            // A turn closed by a commit whose outcome is unknown opens again here.
+            self.note_agent_turns(myself, state);
+        }
         answer
     }
 
@@ -506,8 +633,10 @@ impl MatchActor {
             }
         }
         if commit.state.is_some() {
+            self.count_seats(state, false);
             self.maybe_bot(myself, state);
             self.arm_deadlines(myself, state);
+            self.note_agent_turns(myself, state);
         }
         Ok(commit)
     }
@@ -520,7 +649,24 @@ impl MatchActor {
             e
         };
         let seat = s.seat_of(principal).ok_or_else(forbidden)?;
-        let snapshot = state.live().snapshot(Recipient::Seat(seat), &self.shared.engine).map_err(|f| {
+        self.snapshot_for(state, Recipient::Seat(seat))
+    }
+
+    /// A spectator's snapshot; FORBIDDEN (`error.forbidden.no_spectators`) when the game
+    /// defines no spectator projection, whatever the grant.
+    pub(crate) fn spectate(&self, state: &MatchActorState) -> Result<SyncReply, ErrorMessage> {
+        if !state.live().spectators() {
+            let mut e = ErrorMessage::new(ErrorCode::Forbidden);
+            e.match_id = Some(state.live().state().match_id);
+            e.message_key = juegoland_api::NO_SPECTATORS_KEY.to_owned();
+            return Err(e);
+        }
+        self.snapshot_for(state, Recipient::Spectator)
+    }
+
+    fn snapshot_for(&self, state: &MatchActorState, recipient: Recipient<'_>) -> Result<SyncReply, ErrorMessage> {
+        let s = state.live().state();
+        let snapshot = state.live().snapshot(recipient, &self.shared.engine).map_err(|f| {
             error!(match_id = %s.match_id, fault = redacted(&f.0), "snapshot failed");
             let mut e = ErrorMessage::new(ErrorCode::Internal);
             e.match_id = Some(s.match_id);
@@ -528,7 +674,7 @@ impl MatchActor {
         })?;
         let d = state.live().game().descriptor();
         Ok(SyncReply {
-            seat: seat.to_owned(),
+            seat: recipient.seat().map(str::to_owned),
             revision: s.revision,
             game: s.game.clone(),
             view_schema_version: d.view_schema_version,
@@ -583,6 +729,20 @@ impl MatchActor {
             })?;
         let commit = self.commit(myself, state, pending).await?;
         Ok(commit.state.map(|s| s.revision).unwrap_or_default())
+    }
+}
+
+/// The kind of seat controller a principal is, as seat metrics label it (`controller`):
+/// `human`, `bot`, `handover` (a bot standing in), `replay` or `agent`.
+fn controller_of(state: &MatchState, principal: &str) -> juegoland_core::ControllerKind {
+    use juegoland_core::ControllerKind as K;
+    use juegoland_core::state::{AGENT_PREFIX, BOT_PREFIX, REPLAY_PREFIX};
+    match principal {
+        p if p.strip_prefix(BOT_PREFIX).is_some_and(|seat| state.stand_ins.contains_key(seat)) => K::Handover,
+        p if p.starts_with(BOT_PREFIX) => K::Bot,
+        p if p.starts_with(REPLAY_PREFIX) => K::Replay,
+        p if p.starts_with(AGENT_PREFIX) => K::Agent,
+        _ => K::Human,
     }
 }
 

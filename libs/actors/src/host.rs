@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use juegoland_api::{Created, MatchError};
 use juegoland_bus::Bus;
-use juegoland_core::{Engine, GameKey, LiveMatch, MatchState, SeatHolder};
+use juegoland_core::{CreateError, CreateOptions, Engine, GameChoice, LiveMatch, MatchState, Pending, SeatHolder};
 use juegoland_sdk::Seat;
 use juegoland_store::{Store, StoreError};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -52,7 +52,18 @@ pub struct HostConfig {
     /// durable scheduler fires the rest, and both go through the same generation check.
     /// `None` leaves every firing to the scheduler.
     pub local_deadline_horizon: Option<Duration>,
+    /// How many `queue` commands (real-time input) of one match may wait for its actor at
+    /// once; the next is refused with `RATE_LIMITED` (`queue.rs`).
+    pub queue_capacity: usize,
+    /// How long a bot seat waits after each of its `queue` commands (real-time games).
+    pub bot_queue_pause: Duration,
+    /// How long a seat's subscription counts present after its gateway last said so
+    /// (`juegoland_api::PRESENCE_LEASE`; the gateways renew every `PRESENCE_RENEW`).
+    pub presence_lease: Duration,
 }
+
+/// The engine spec's default FIFO of `queue` commands per match.
+pub const QUEUE_CAPACITY: usize = 16;
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -64,6 +75,9 @@ impl Default for HostConfig {
             redispatch_after: Duration::from_secs(1),
             cool_after: Duration::from_secs(1),
             local_deadline_horizon: Some(Duration::from_secs(60)),
+            queue_capacity: QUEUE_CAPACITY,
+            bot_queue_pause: Duration::from_millis(200),
+            presence_lease: juegoland_api::PRESENCE_LEASE,
         }
     }
 }
@@ -80,6 +94,8 @@ pub(crate) struct Shared {
     /// Dispatched revisions to mark in the outbox, gathered off the actors' path: the newest
     /// dispatched revision of each match (`outbox.rs`).
     pub(crate) marks: parking_lot::Mutex<BTreeMap<Uuid, u64>>,
+    /// The FIFOs of `queue` commands, one per match (`queue.rs`).
+    pub(crate) queues: crate::queue::Queues,
     /// The host's background tasks (outbox marker and sweeper, idle ticker), stopped by
     /// [`Host::stop`] and otherwise ended when the last handle is dropped.
     pub(crate) tasks: TaskTracker,
@@ -111,6 +127,7 @@ impl Host {
             actor_ids: parking_lot::Mutex::new(HashMap::new()),
             supervisor: OnceLock::new(),
             marks: parking_lot::Mutex::new(BTreeMap::new()),
+            queues: Default::default(),
             tasks: TaskTracker::new(),
             cancel: CancellationToken::new(),
         });
@@ -151,30 +168,68 @@ impl Host {
     pub async fn create_match_with_id(
         &self,
         match_id: Uuid,
-        game: &GameKey,
+        game: &GameChoice,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
+        options: &CreateOptions,
     ) -> Result<Created, MatchError> {
-        let (pending, live) =
-            self.shared.engine.create(match_id, game, seats, config, now_ms(), &mut OsEntropy::new()).map_err(|e| {
-                match e {
-                    juegoland_core::CreateError::Fault(f) => MatchError::Internal(redacted(&f.0)),
-                    other => MatchError::from(other),
-                }
-            })?;
+        let created = self.shared.engine.create_with(
+            match_id,
+            game.clone(),
+            seats,
+            config,
+            options,
+            now_ms(),
+            &mut OsEntropy::new(),
+        );
+        let (pending, live) = created.map_err(creation_error)?;
+        let created = self.store_creation(pending, live, |s| game.admits(&s.game, s.package.as_ref())).await?;
+        debug!(match_id = %match_id, game = %game.id, "match created");
+        Ok(created)
+    }
+
+    /// Creates the replay match `match_id` of the stored match `source`
+    /// (`juegoland_core::ReplayOf`) and activates it: its script starts playing. A creation
+    /// retried with the same id answers the stored match if it replays the same source.
+    pub async fn create_replay_with_id(
+        &self,
+        match_id: Uuid,
+        source: Uuid,
+        speed_percent: u32,
+    ) -> Result<Created, MatchError> {
+        let stored = self.shared.store.load(source).await?.ok_or(MatchError::NotFound)?;
+        let log = self.shared.store.log(source).await?;
+        let first = log.first().ok_or_else(|| MatchError::Internal(format!("match {source} has no log")))?;
+        let created = self.shared.engine.create_replay(match_id, &stored.snapshot, first, speed_percent, now_ms());
+        let (pending, live) = created.map_err(creation_error)?;
+        let created =
+            self.store_creation(pending, live, |s| s.replay_of.as_ref().is_some_and(|r| r.source == source)).await?;
+        debug!(match_id = %match_id, source = %source, speed_percent, "replay match created");
+        Ok(created)
+    }
+
+    /// Stores a creation and activates the match. When the id is taken (a retried creation
+    /// whose first attempt landed), answers the stored match if `same` says it is the one
+    /// asked for.
+    async fn store_creation(
+        &self,
+        pending: Pending,
+        live: LiveMatch,
+        same: impl Fn(&MatchState) -> bool,
+    ) -> Result<Created, MatchError> {
+        let match_id = pending.commit.match_id;
         let span = info_span!(target: juegoland_telemetry::TRACE_ONLY, "store.commit", match_id = %match_id, revision = 0u64, publications = pending.commit.publications.len());
         match self.shared.store.commit(&pending.commit).instrument(span).await {
             Ok(()) => {}
             Err(StoreError::Conflict { .. }) => {
                 let stored = self.shared.store.load(match_id).await?;
                 return match stored {
-                    Some(s) if s.snapshot.game == *game => Ok(Created::of(&s.snapshot)),
+                    Some(s) if same(&s.snapshot) => Ok(Created::of(&s.snapshot)),
                     _ => Err(MatchError::Internal(format!("match id {match_id} is taken by another match"))),
                 };
             }
             Err(e) => return Err(e.into()),
         }
-        debug!(match_id = %match_id, game = %game.id, "match created");
         let created = Created::of(live.state());
         self.activate(match_id, Some(live)).await?;
         Ok(created)
@@ -297,6 +352,14 @@ impl Host {
     }
 }
 
+/// A creation's refusal as the match API tells it (a fault's text redacted).
+fn creation_error(e: CreateError) -> MatchError {
+    match e {
+        CreateError::Fault(f) => MatchError::Internal(redacted(&f.0)),
+        other => MatchError::from(other),
+    }
+}
+
 pub(crate) fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
     if shared.actor_ids.lock().remove(&actor).is_some() {
         shared.metrics.active_actors.dec();
@@ -304,6 +367,7 @@ pub(crate) fn forget(shared: &Shared, match_id: Uuid, actor: ActorId) {
     let mut slots = shared.slots.lock();
     if slots.get(&match_id).is_some_and(|s| s.get().is_some_and(|a| a.get_id() == actor)) {
         slots.remove(&match_id);
+        shared.queues.forget(match_id);
     }
 }
 

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
-use juegoland_core::Registry;
+use juegoland_api::{MatchError, MatchReply, MatchRequest, MatchSummary, Matches};
+use juegoland_core::{CreateOptions, Registry};
+use juegoland_protocol::Precondition;
 
 use crate::actor::MatchMsg;
 use crate::host::Host;
@@ -21,17 +22,45 @@ impl Matches for Host {
         // parent of the actor's span, so a command stays one trace.
         let span = tracing::Span::current();
         match request {
-            MatchRequest::Create { match_id, game, seats, config } => {
-                Ok(MatchReply::Created(self.create_match_with_id(match_id, &game, seats, &config).await?))
+            MatchRequest::Create { match_id, game, seats, config, handover } => {
+                let options = CreateOptions { handover };
+                Ok(MatchReply::Created(self.create_match_with_id(match_id, &game, seats, &config, &options).await?))
+            }
+            MatchRequest::Replay { match_id, source, speed_percent } => {
+                Ok(MatchReply::Created(self.create_replay_with_id(match_id, source, speed_percent).await?))
+            }
+            MatchRequest::Presence { match_id, principal, subscription, present } => {
+                let revision = self
+                    .ask(match_id, move |reply| MatchMsg::Presence {
+                        principal: principal.clone(),
+                        subscription: subscription.clone(),
+                        present,
+                        reply,
+                    })
+                    .await??;
+                Ok(MatchReply::Revision(revision))
             }
             MatchRequest::Command { principal, envelope } => {
                 let match_id = envelope.match_id;
+                // A `queue` command takes a place in the match's bounded FIFO first.
+                let ticket = match envelope.precondition {
+                    Precondition::Queue => {
+                        let ticket = self.shared.queues.admit(match_id, self.shared.config.queue_capacity);
+                        if ticket.is_none() {
+                            self.shared.metrics.actor_events.with_label_values(&["queue_full"]).inc();
+                            return Err(MatchError::RateLimited("the match's command queue is full".into()));
+                        }
+                        ticket
+                    }
+                    _ => None,
+                };
                 let answer = self
                     .ask(match_id, move |reply| MatchMsg::Command {
                         principal: principal.clone(),
                         envelope: envelope.clone(),
                         reply,
                         span: span.clone(),
+                        ticket: ticket.clone(),
                     })
                     .await?;
                 Ok(MatchReply::Message(answer))
@@ -54,6 +83,13 @@ impl Matches for Host {
                     Err(refusal) => MatchReply::Message(refusal.into()),
                 })
             }
+            MatchRequest::Spectate { match_id } => {
+                let answer = self.ask(match_id, |reply| MatchMsg::Spectate { reply }).await?;
+                Ok(match answer {
+                    Ok(snapshot) => MatchReply::Snapshot(Box::new(snapshot)),
+                    Err(refusal) => MatchReply::Message(refusal.into()),
+                })
+            }
             MatchRequest::Lifecycle { match_id, request } => {
                 let revision = self
                     .ask(match_id, move |reply| MatchMsg::Lifecycle {
@@ -66,6 +102,10 @@ impl Matches for Host {
             }
             MatchRequest::Revision { match_id } => {
                 Ok(MatchReply::Revision(self.ask(match_id, |reply| MatchMsg::Revision { reply }).await?))
+            }
+            MatchRequest::Describe { match_id } => {
+                let state = self.ask(match_id, |reply| MatchMsg::Inspect { reply }).await?;
+                Ok(MatchReply::Summary(Box::new(MatchSummary::of(&state))))
             }
         }
     }

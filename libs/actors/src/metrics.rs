@@ -1,11 +1,13 @@
 //! Prometheus metrics of the match host.
 
-use prometheus::{Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{
+    Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 #[derive(Clone)]
 pub struct Metrics {
     /// Commands by outcome: applied, rejected (with code), duplicate, reused, forbidden,
-    /// fault, unavailable.
+    /// fault, unavailable, rate_limited (an agent seat over its commands per minute).
     pub commands: IntCounterVec,
     /// Seconds per command by stage: decide (rules and projections), commit, total.
     pub command_seconds: HistogramVec,
@@ -14,7 +16,8 @@ pub struct Metrics {
     /// match cooled to compact text or warmed back for a message, and its receipts read from
     /// the store (`receipts_loaded`: at activation, and again after cooling or a commit of
     /// unknown outcome; never per command), `snapshot_left` (a stopping actor wrote its state
-    /// as the snapshot, `Store::snapshot`).
+    /// as the snapshot, `Store::snapshot`), `queue_full` (a `queue` command refused
+    /// `RATE_LIMITED`: its match's FIFO was full).
     pub actor_events: IntCounterVec,
     /// Outbox dispatch results: ok, failed (a stream publish failed; the sweeper resends),
     /// swept.
@@ -29,6 +32,20 @@ pub struct Metrics {
     pub local_deadlines: IntCounterVec,
     /// Seconds from a deadline's due instant to its committed transition, local path.
     pub local_deadline_lag: Histogram,
+    /// The seats of active matches by what answers them: human, bot, handover (a bot standing
+    /// in for an away human), replay (a replay match's script), agent.
+    pub seats: IntGaugeVec,
+    /// Commands judged (applied or rejected with a receipt; not retries answered from a
+    /// receipt, nor refusals), by the kind of seat controller that sent them: `human`, `bot`,
+    /// `agent`.
+    pub seat_commands: IntCounterVec,
+    /// Agent seats' declared limits met, by limit: `commands_per_minute` (a command refused
+    /// RATE_LIMITED), `think_time` (a turn still open when its think time ran out).
+    pub agent_limits: IntCounterVec,
+    /// Seconds an agent seat took from the start of its turn to its applied command.
+    pub agent_think_seconds: Histogram,
+    /// Agent seats' applied commands that came after their think time.
+    pub agent_late_commands: IntCounter,
 }
 
 impl Metrics {
@@ -66,11 +83,54 @@ impl Metrics {
             "juegoland_outbox_backlog_age_seconds",
             "Age of the oldest undispatched outbox row (0 when none waits), measured by the outbox sweeper",
         )?;
+        let seats = IntGaugeVec::new(
+            Opts::new("juegoland_seats", "Seats of active matches, by what answers them (controller kind)"),
+            &["controller"],
+        )?;
+        let seat_commands = IntCounterVec::new(
+            Opts::new("juegoland_seat_commands_total", "Commands judged by match actors, by seat controller kind"),
+            &["controller"],
+        )?;
+        let agent_limits = IntCounterVec::new(
+            Opts::new("juegoland_agent_limits_total", "Agent seats' declared limits met, by limit"),
+            &["limit"],
+        )?;
+        let agent_think_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "juegoland_agent_think_seconds",
+                "Start of an agent seat's turn to its applied command, on the match's actor",
+            )
+            .buckets(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0]),
+        )?;
+        let agent_late_commands = IntCounter::new(
+            "juegoland_agent_late_commands_total",
+            "Agent seats' applied commands that came after their declared think time",
+        )?;
+        for kind in juegoland_core::ControllerKind::ALL {
+            seats.with_label_values(&[kind.as_str()]);
+            seat_commands.with_label_values(&[kind.as_str()]);
+        }
+        for limit in ["commands_per_minute", "think_time"] {
+            agent_limits.with_label_values(&[limit]);
+        }
         // The label values are known in advance: every series exists from the start, at 0.
-        for outcome in ["applied", "duplicate", "reused", "forbidden", "fault", "unavailable"] {
+        for outcome in ["applied", "duplicate", "reused", "forbidden", "fault", "unavailable", "rate_limited"] {
             commands.with_label_values(&[outcome, ""]);
         }
-        for event in ["activation", "passivation", "failure", "cooled", "warmed", "receipts_loaded", "snapshot_left"] {
+        for event in [
+            "activation",
+            "passivation",
+            "failure",
+            "cooled",
+            "warmed",
+            "receipts_loaded",
+            "snapshot_left",
+            "queue_full",
+            "handover_taken",
+            "handover_returned",
+            "replay_step",
+            "replay_diverged",
+        ] {
             actor_events.with_label_values(&[event]);
         }
         for result in ["ok", "failed", "swept"] {
@@ -88,6 +148,11 @@ impl Metrics {
         registry.register(Box::new(active_actors.clone()))?;
         registry.register(Box::new(actor_events.clone()))?;
         registry.register(Box::new(dispatch.clone()))?;
+        registry.register(Box::new(seats.clone()))?;
+        registry.register(Box::new(seat_commands.clone()))?;
+        registry.register(Box::new(agent_limits.clone()))?;
+        registry.register(Box::new(agent_think_seconds.clone()))?;
+        registry.register(Box::new(agent_late_commands.clone()))?;
         Ok(Self {
             commands,
             command_seconds,
@@ -98,6 +163,11 @@ impl Metrics {
             outbox_backlog_age,
             local_deadlines,
             local_deadline_lag,
+            seats,
+            seat_commands,
+            agent_limits,
+            agent_think_seconds,
+            agent_late_commands,
         })
     }
 }

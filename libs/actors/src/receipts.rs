@@ -15,7 +15,11 @@ use uuid::Uuid;
 /// A match's receipts by command id (a command id is unique per principal, so a handful of
 /// principals may share one).
 #[derive(Debug, Default)]
-pub(crate) struct Receipts(HashMap<Uuid, Vec<Receipt>>);
+pub(crate) struct Receipts {
+    by_id: HashMap<Uuid, Vec<Receipt>>,
+    /// The highest command sequence a receipt carries (`queue` commands; 0: none).
+    last_sequence: u64,
+}
 
 impl Receipts {
     pub(crate) fn new(all: Vec<Receipt>) -> Receipts {
@@ -25,13 +29,20 @@ impl Receipts {
     }
 
     pub(crate) fn get(&self, key: &ReceiptKey) -> Option<&Receipt> {
-        self.0.get(&key.command_id)?.iter().find(|r| r.key == *key)
+        self.by_id.get(&key.command_id)?.iter().find(|r| r.key == *key)
+    }
+
+    /// The highest command sequence any receipt of the match carries: a final rejection of
+    /// a `queue` command writes no state, so its receipt alone remembers its sequence.
+    pub(crate) fn last_sequence(&self) -> u64 {
+        self.last_sequence
     }
 
     /// Adds a receipt just committed (a key is stored once: the store refuses a second).
     pub(crate) fn insert(&mut self, receipt: Receipt) {
-        let same_id = self.0.entry(receipt.key.command_id).or_default();
+        let same_id = self.by_id.entry(receipt.key.command_id).or_default();
         if !same_id.iter().any(|r| r.key == receipt.key) {
+            self.last_sequence = self.last_sequence.max(receipt.outcome.sequence().unwrap_or(0));
             same_id.push(receipt);
         }
     }
@@ -50,7 +61,7 @@ mod tests {
                 command_id: Uuid::from_u128(command_id),
             },
             fingerprint: format!("f{revision}"),
-            outcome: ReceiptOutcome::Applied { revision },
+            outcome: ReceiptOutcome::applied(revision),
         }
     }
 
@@ -63,5 +74,22 @@ mod tests {
         assert_eq!(r.get(&receipt("bob", 7, 0).key).map(|r| r.fingerprint.as_str()), Some("f2"));
         assert_eq!(r.get(&receipt("carol", 7, 0).key), None);
         assert_eq!(r.get(&receipt("alice", 8, 0).key), None);
+        assert_eq!(r.last_sequence(), 0, "no queue command yet");
+    }
+
+    #[test]
+    fn the_last_sequence_is_the_highest_any_receipt_carries() {
+        let mut rejected = receipt("alice", 1, 1);
+        rejected.outcome = ReceiptOutcome::Rejected {
+            code: juegoland_protocol::RejectionCode::IllegalAction,
+            revision: 1,
+            sequence: Some(7),
+        };
+        let mut applied = receipt("bob", 2, 2);
+        applied.outcome = ReceiptOutcome::Applied { revision: 2, sequence: Some(5) };
+        let mut r = Receipts::new(vec![applied, rejected]);
+        assert_eq!(r.last_sequence(), 7);
+        r.insert(receipt("carol", 3, 3));
+        assert_eq!(r.last_sequence(), 7);
     }
 }

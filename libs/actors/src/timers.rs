@@ -45,6 +45,10 @@ impl MatchActor {
     /// Arms a local timer for each current deadline generation due within the horizon.
     pub(crate) fn arm_deadlines(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState) {
         let (Some(live), Some(horizon)) = (&state.hot, self.shared.config.local_deadline_horizon) else { return };
+        // A replay match's deadlines fire from its script alone.
+        if live.state().replay_of.is_some() {
+            return;
+        }
         let deadlines = &live.state().deadlines;
         state.armed.retain(|(id, g)| deadlines.get(id).is_some_and(|d| d.generation == *g));
         let horizon = i64::try_from(horizon.as_millis()).unwrap_or(i64::MAX);

@@ -1,6 +1,6 @@
 //! The one failure type of a match operation, and how each wire tells it.
 
-use juegoland_core::{CreateError, LifecycleError};
+use juegoland_core::{ChoiceError, CreateError, LifecycleError};
 use juegoland_protocol::{ErrorCode, ErrorMessage};
 use uuid::Uuid;
 
@@ -17,6 +17,10 @@ pub enum MatchError {
     /// request.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// The match's FIFO of `queue` commands is full: the client retries the same command
+    /// later (`RATE_LIMITED`, recovery `retry-same-command`); forwarders do not retry it.
+    #[error("rate limited: {0}")]
+    RateLimited(String),
     /// The request is malformed (a bad UUID, JSON that does not decode, a missing field).
     #[error("invalid request: {0}")]
     Invalid(String),
@@ -31,6 +35,12 @@ pub enum MatchError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Refusal {
     UnknownGame,
+    /// The game exists, but not that rules version.
+    UnknownRulesVersion,
+    /// No such published package version (or its rules are not run here).
+    UnknownPackageVersion,
+    /// A package version and a rules version that do not go together.
+    VersionMismatch,
     InvalidSeats,
     InvalidConfig,
     MatchFinished,
@@ -40,11 +50,19 @@ pub enum Refusal {
     /// The rules refused a lifecycle operation.
     Illegal,
     InvalidReason,
+    /// A hand-over policy the game cannot follow (an unknown bot, a grace out of range).
+    InvalidHandover,
+    /// A replay that cannot be made: a speed out of range, or a source whose decisions do not
+    /// replay under the rules it pinned.
+    InvalidReplay,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 9] = [
+    pub const ALL: [Refusal; 14] = [
         Self::UnknownGame,
+        Self::UnknownRulesVersion,
+        Self::UnknownPackageVersion,
+        Self::VersionMismatch,
         Self::InvalidSeats,
         Self::InvalidConfig,
         Self::MatchFinished,
@@ -53,12 +71,17 @@ impl Refusal {
         Self::StaleDeadline,
         Self::Illegal,
         Self::InvalidReason,
+        Self::InvalidHandover,
+        Self::InvalidReplay,
     ];
 
     /// The code on every wire.
     pub fn code(self) -> &'static str {
         match self {
             Self::UnknownGame => "UNKNOWN_GAME",
+            Self::UnknownRulesVersion => "UNKNOWN_RULES_VERSION",
+            Self::UnknownPackageVersion => "UNKNOWN_PACKAGE_VERSION",
+            Self::VersionMismatch => "VERSION_MISMATCH",
             Self::InvalidSeats => "INVALID_SEATS",
             Self::InvalidConfig => "INVALID_CONFIG",
             Self::MatchFinished => "MATCH_FINISHED",
@@ -67,6 +90,8 @@ impl Refusal {
             Self::StaleDeadline => "STALE_DEADLINE",
             Self::Illegal => "ILLEGAL",
             Self::InvalidReason => "INVALID_REASON",
+            Self::InvalidHandover => "INVALID_HANDOVER",
+            Self::InvalidReplay => "INVALID_REPLAY",
         }
     }
 
@@ -79,18 +104,27 @@ impl Refusal {
     pub fn field(self) -> Option<&'static str> {
         match self {
             Self::UnknownGame => Some("game"),
+            Self::UnknownRulesVersion => Some("rulesVersion"),
+            Self::UnknownPackageVersion | Self::VersionMismatch => Some("packageVersion"),
             Self::InvalidSeats => Some("seats"),
             Self::InvalidConfig => Some("config"),
             Self::UnknownSeat | Self::AlreadyWithdrawn => Some("seat"),
             Self::InvalidReason => Some("reasonCode"),
+            Self::InvalidHandover => Some("handover"),
+            Self::InvalidReplay => Some("replay"),
             Self::MatchFinished | Self::StaleDeadline | Self::Illegal => None,
         }
     }
 
     fn http(self) -> u16 {
         match self {
-            Self::UnknownGame => 404,
-            Self::InvalidSeats | Self::InvalidConfig | Self::InvalidReason => 400,
+            Self::UnknownGame | Self::UnknownRulesVersion | Self::UnknownPackageVersion => 404,
+            Self::InvalidSeats
+            | Self::InvalidConfig
+            | Self::InvalidReason
+            | Self::VersionMismatch
+            | Self::InvalidHandover
+            | Self::InvalidReplay => 400,
             Self::MatchFinished | Self::UnknownSeat | Self::AlreadyWithdrawn | Self::StaleDeadline | Self::Illegal => {
                 409
             }
@@ -113,6 +147,7 @@ pub struct Wire {
 mod grpc {
     pub const INVALID_ARGUMENT: i32 = 3;
     pub const NOT_FOUND: i32 = 5;
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
     pub const FAILED_PRECONDITION: i32 = 9;
     pub const INTERNAL: i32 = 13;
     pub const UNAVAILABLE: i32 = 14;
@@ -126,6 +161,7 @@ impl MatchError {
             Self::NotFound => "MATCH_NOT_FOUND",
             Self::NotOwner(_) => "NOT_OWNER",
             Self::Unavailable(_) => "UNAVAILABLE",
+            Self::RateLimited(_) => "RATE_LIMITED",
             Self::Invalid(_) => "INVALID_REQUEST",
             Self::Refused { refusal, .. } => refusal.code(),
             Self::Internal(_) => "INTERNAL",
@@ -138,6 +174,7 @@ impl MatchError {
             "MATCH_NOT_FOUND" => Self::NotFound,
             "NOT_OWNER" => Self::NotOwner(message),
             "UNAVAILABLE" => Self::Unavailable(message),
+            "RATE_LIMITED" => Self::RateLimited(message),
             "INVALID_REQUEST" => Self::Invalid(message),
             "INTERNAL" => Self::Internal(message),
             other => match Refusal::from_code(other) {
@@ -151,7 +188,9 @@ impl MatchError {
     pub fn message(&self) -> String {
         match self {
             Self::NotFound => "match not found".to_owned(),
-            Self::NotOwner(m) | Self::Unavailable(m) | Self::Invalid(m) | Self::Internal(m) => m.clone(),
+            Self::NotOwner(m) | Self::Unavailable(m) | Self::RateLimited(m) | Self::Invalid(m) | Self::Internal(m) => {
+                m.clone()
+            }
             Self::Refused { message, .. } => message.clone(),
         }
     }
@@ -162,6 +201,7 @@ impl MatchError {
             Self::NotFound => (ErrorCode::MatchNotFound, 404, grpc::NOT_FOUND),
             Self::NotOwner(_) => (ErrorCode::Unavailable, 503, grpc::FAILED_PRECONDITION),
             Self::Unavailable(_) => (ErrorCode::Unavailable, 503, grpc::UNAVAILABLE),
+            Self::RateLimited(_) => (ErrorCode::RateLimited, 429, grpc::RESOURCE_EXHAUSTED),
             Self::Invalid(_) => (ErrorCode::Internal, 400, grpc::INVALID_ARGUMENT),
             Self::Refused { refusal, .. } => (ErrorCode::Internal, refusal.http(), grpc::FAILED_PRECONDITION),
             Self::Internal(_) => (ErrorCode::Internal, 500, grpc::INTERNAL),
@@ -170,12 +210,13 @@ impl MatchError {
     }
 
     /// The failure's name as a metric label (`not_found`, `not_owner`, `unavailable`,
-    /// `invalid`, `refused`, `internal`).
+    /// `rate_limited`, `invalid`, `refused`, `internal`).
     pub fn label(&self) -> &'static str {
         match self {
             Self::NotFound => "not_found",
             Self::NotOwner(_) => "not_owner",
             Self::Unavailable(_) => "unavailable",
+            Self::RateLimited(_) => "rate_limited",
             Self::Invalid(_) => "invalid",
             Self::Refused { .. } => "refused",
             Self::Internal(_) => "internal",
@@ -194,7 +235,8 @@ impl MatchError {
         e
     }
 
-    fn refused(refusal: Refusal, message: impl Into<String>) -> MatchError {
+    /// A refusal with its message.
+    pub fn refused(refusal: Refusal, message: impl Into<String>) -> MatchError {
         Self::Refused { refusal, message: message.into() }
     }
 }
@@ -202,9 +244,22 @@ impl MatchError {
 impl From<CreateError> for MatchError {
     fn from(e: CreateError) -> Self {
         match e {
-            CreateError::UnknownGame => Self::refused(Refusal::UnknownGame, "no such game"),
+            CreateError::Choice(c) => {
+                let refusal = match c {
+                    ChoiceError::UnknownGame(_) => Refusal::UnknownGame,
+                    ChoiceError::UnknownRulesVersion { .. } => Refusal::UnknownRulesVersion,
+                    ChoiceError::UnknownPackageVersion { .. } | ChoiceError::RulesNotRegistered { .. } => {
+                        Refusal::UnknownPackageVersion
+                    }
+                    ChoiceError::RulesMismatch { .. } => Refusal::VersionMismatch,
+                    ChoiceError::Unreadable { .. } => return Self::Internal(c.to_string()),
+                };
+                Self::refused(refusal, c.to_string())
+            }
             CreateError::InvalidSeats(m) => Self::refused(Refusal::InvalidSeats, m),
             CreateError::InvalidConfig(m) => Self::refused(Refusal::InvalidConfig, m),
+            CreateError::InvalidHandover(m) => Self::refused(Refusal::InvalidHandover, m),
+            CreateError::InvalidReplay(m) => Self::refused(Refusal::InvalidReplay, m),
             CreateError::Fault(f) => Self::Internal(f.0),
         }
     }
@@ -234,6 +289,7 @@ mod tests {
             MatchError::NotFound,
             MatchError::NotOwner("n".into()),
             MatchError::Unavailable("u".into()),
+            MatchError::RateLimited("r".into()),
             MatchError::Invalid("i".into()),
             MatchError::Internal("x".into()),
         ];
@@ -273,9 +329,13 @@ mod tests {
                 "MATCH_NOT_FOUND MATCH_NOT_FOUND 404 5",
                 "NOT_OWNER UNAVAILABLE 503 9",
                 "UNAVAILABLE UNAVAILABLE 503 14",
+                "RATE_LIMITED RATE_LIMITED 429 8",
                 "INVALID_REQUEST INTERNAL 400 3",
                 "INTERNAL INTERNAL 500 13",
                 "UNKNOWN_GAME INTERNAL 404 9",
+                "UNKNOWN_RULES_VERSION INTERNAL 404 9",
+                "UNKNOWN_PACKAGE_VERSION INTERNAL 404 9",
+                "VERSION_MISMATCH INTERNAL 400 9",
                 "INVALID_SEATS INTERNAL 400 9",
                 "INVALID_CONFIG INTERNAL 400 9",
                 "MATCH_FINISHED INTERNAL 409 9",
@@ -284,6 +344,8 @@ mod tests {
                 "STALE_DEADLINE INTERNAL 409 9",
                 "ILLEGAL INTERNAL 409 9",
                 "INVALID_REASON INTERNAL 400 9",
+                "INVALID_HANDOVER INTERNAL 400 9",
+                "INVALID_REPLAY INTERNAL 400 9",
             ]
         );
     }

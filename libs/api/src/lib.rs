@@ -15,17 +15,43 @@
 //! axum): a gateway links this crate, not the actors.
 
 mod error;
+mod listing;
 mod request;
+mod summary;
 
 pub use error::{MatchError, Refusal, Wire};
+pub use listing::{
+    Cursor, FEED_KINDS, FeedCursor, FeedEvent, FeedPage, InvalidField, ListedSeat, ListedStatus, MAX_PAGE,
+    MatchDirectory, MatchListing, MatchPage, MatchQuery, feed_query,
+};
 pub use request::{Created, MatchReply, MatchRequest, SyncReply};
+
+/// The message key of the FORBIDDEN that answers a spectator when the match's game defines no
+/// spectator projection (a grant does not make one).
+pub const NO_SPECTATORS_KEY: &str = "error.forbidden.no_spectators";
+/// The message key of the FORBIDDEN that answers what a spectator's bearer may not do: send a
+/// command, ask for a command's receipt, or sync a match its grant does not name.
+pub const SPECTATOR_ONLY_KEY: &str = "error.forbidden.spectator_only";
+/// The message key of the FORBIDDEN that answers what an agent's bearer may not do: sync,
+/// command or read a receipt of a match its grant does not name (the grant's seat is the
+/// principal's own: the match refuses it any other seat).
+pub const AGENT_ONLY_KEY: &str = "error.forbidden.agent_scope";
+
+/// How often a gateway renews the presence of each open seat subscription
+/// ([`MatchRequest::Presence`]).
+pub const PRESENCE_RENEW: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a match counts a seat's subscription present after its last announcement: three
+/// renewals, so one or two lost on the way forget nobody.
+pub const PRESENCE_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+pub use summary::{Controller, MatchStatus, MatchSummary, SeatSummary};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use juegoland_core::{GameKey, LifecycleRequest, Registry, SeatHolder};
+use juegoland_core::{GameChoice, GameKey, LifecycleRequest, Registry, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
-use juegoland_sdk::Seat;
+use juegoland_sdk::{Handover, Seat};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -45,21 +71,62 @@ pub trait Matches: Send + Sync + 'static {
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
     ) -> Result<Uuid, MatchError> {
-        Ok(self.create_pinned(game, seats, config).await?.match_id)
+        Ok(self.create_pinned(game.into(), seats, config, None).await?.match_id)
     }
 
-    /// Creates a match as [`Matches::create_match`] does, answering what it pinned.
+    /// Creates a match of what `game` chooses (the rules version and the published package
+    /// version left open are chosen by the engine: `juegoland_core::packages::choose`) with
+    /// its hand-over policy (`None`: the game's default), answering what it pinned.
     async fn create_pinned(
         &self,
-        game: &GameKey,
+        game: GameChoice,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
+        handover: Option<Handover>,
     ) -> Result<Created, MatchError> {
-        let request =
-            MatchRequest::Create { match_id: random_uuid(), game: game.clone(), seats, config: config.clone() };
+        let request = MatchRequest::Create { match_id: random_uuid(), game, seats, config: config.clone(), handover };
         match self.call(request).await? {
             MatchReply::Created(created) => Ok(created),
             other => Err(other.unexpected("create")),
+        }
+    }
+
+    /// Creates a replay match of the stored match `source` under a fresh id
+    /// ([`MatchRequest::Replay`]); its script starts playing at once.
+    async fn create_replay(&self, source: Uuid, speed_percent: u32) -> Result<Created, MatchError> {
+        let request = MatchRequest::Replay { match_id: random_uuid(), source, speed_percent };
+        match self.call(request).await? {
+            MatchReply::Created(created) => Ok(created),
+            other => Err(other.unexpected("create a replay")),
+        }
+    }
+
+    /// Tells the match that a seat's subscription synced (`present`) or ended; nothing is
+    /// answered but failures.
+    async fn presence(
+        &self,
+        match_id: Uuid,
+        principal: &str,
+        subscription: &str,
+        present: bool,
+    ) -> Result<(), MatchError> {
+        let request = MatchRequest::Presence {
+            match_id,
+            principal: principal.to_owned(),
+            subscription: subscription.to_owned(),
+            present,
+        };
+        match self.call(request).await? {
+            MatchReply::Revision(_) => Ok(()),
+            other => Err(other.unexpected("presence")),
+        }
+    }
+
+    /// What the platform reads of the match without a seat.
+    async fn describe(&self, match_id: Uuid) -> Result<MatchSummary, MatchError> {
+        match self.call(MatchRequest::Describe { match_id }).await? {
+            MatchReply::Summary(summary) => Ok(*summary),
+            other => Err(other.unexpected("describe")),
         }
     }
 
@@ -92,6 +159,17 @@ pub trait Matches: Send + Sync + 'static {
             MatchReply::Snapshot(reply) => Ok(Ok(*reply)),
             MatchReply::Message(ServerMessage::Error(e)) => Ok(Err(e)),
             other => Err(other.unexpected("sync")),
+        }
+    }
+
+    /// The committed snapshot for an authorized spectator, or the match's refusal (FORBIDDEN
+    /// when its game defines no spectator projection). Whoever calls it has checked the
+    /// bearer's grant for this match.
+    async fn spectate(&self, match_id: Uuid) -> Result<Result<SyncReply, ErrorMessage>, MatchError> {
+        match self.call(MatchRequest::Spectate { match_id }).await? {
+            MatchReply::Snapshot(reply) => Ok(Ok(*reply)),
+            MatchReply::Message(ServerMessage::Error(e)) => Ok(Err(e)),
+            other => Err(other.unexpected("spectate")),
         }
     }
 

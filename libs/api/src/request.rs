@@ -2,13 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_core::{GameKey, LifecycleRequest, PackagePin, SeatHolder};
+use juegoland_core::{GameChoice, GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ServerMessage};
-use juegoland_sdk::Seat;
+use juegoland_sdk::{Handover, Seat};
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::MatchError;
+use crate::summary::MatchSummary;
 
 /// One match operation. Every variant names its match, so any carrier can route it.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,17 +17,42 @@ pub enum MatchRequest {
     /// Create a match at revision 0. The id is chosen by whoever first makes the request
     /// (so the owner is known before the match exists); a retried creation with the same id
     /// is answered with the same match.
-    Create { match_id: Uuid, game: GameKey, seats: BTreeMap<Seat, SeatHolder>, config: Value },
+    /// `handover`: the match's hand-over policy, `None` for the game's default.
+    Create {
+        match_id: Uuid,
+        game: GameChoice,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: Value,
+        handover: Option<Handover>,
+    },
+    /// Create the replay match `match_id` of the stored match `source`
+    /// (`juegoland_core::ReplayOf`): its script plays `source`'s decisions back at
+    /// `speed_percent` of their pace. A retried creation with the same id is answered with the
+    /// same match.
+    Replay { match_id: Uuid, source: Uuid, speed_percent: u32 },
+    /// A seat's human is here (`present`: one of its subscriptions synced, or renews that it
+    /// is still open, every [`crate::PRESENCE_RENEW`]) or one of its subscriptions ended.
+    /// `subscription` names it (unique per gateway connection); the match keeps each seat's
+    /// present subscriptions, forgets one not renewed within [`crate::PRESENCE_LEASE`] (its
+    /// gateway died without telling, or cannot reach the match), and follows its hand-over
+    /// policy when the last one ends. Never a withdrawal.
+    Presence { match_id: Uuid, principal: String, subscription: String, present: bool },
     /// A client's command, from the principal the edge authenticated.
     Command { principal: String, envelope: CommandEnvelope },
     /// The receipt of a command the client is unsure about.
     CommandStatus { match_id: Uuid, principal: String, command_id: Uuid },
     /// The committed snapshot for the principal's seat.
     Sync { match_id: Uuid, principal: String },
+    /// The committed snapshot for an authorized spectator (`seat: null`). The edge asks only
+    /// for a bearer the platform granted this match to; the match refuses with FORBIDDEN
+    /// when its game defines no spectator projection.
+    Spectate { match_id: Uuid },
     /// Withdraw a seat, cancel the match, or fire a deadline at its generation.
     Lifecycle { match_id: Uuid, request: LifecycleRequest },
     /// The last committed revision.
     Revision { match_id: Uuid },
+    /// What the platform reads of the match without a seat ([`MatchSummary`]).
+    Describe { match_id: Uuid },
 }
 
 impl MatchRequest {
@@ -35,10 +61,14 @@ impl MatchRequest {
         match self {
             Self::Command { envelope, .. } => envelope.match_id,
             Self::Create { match_id, .. }
+            | Self::Replay { match_id, .. }
+            | Self::Presence { match_id, .. }
             | Self::CommandStatus { match_id, .. }
             | Self::Sync { match_id, .. }
+            | Self::Spectate { match_id }
             | Self::Lifecycle { match_id, .. }
-            | Self::Revision { match_id } => *match_id,
+            | Self::Revision { match_id }
+            | Self::Describe { match_id } => *match_id,
         }
     }
 
@@ -55,19 +85,37 @@ impl MatchRequest {
     pub fn op(&self) -> &'static str {
         match self {
             Self::Create { .. } => "create_match",
+            Self::Replay { .. } => "create_replay",
+            Self::Presence { .. } => "presence",
             Self::Command { .. } => "submit_command",
             Self::CommandStatus { .. } => "command_status",
             Self::Sync { .. } => "sync",
+            Self::Spectate { .. } => "spectate",
             Self::Lifecycle { request: LifecycleRequest::Withdraw { .. }, .. } => "withdraw",
             Self::Lifecycle { request: LifecycleRequest::FireDeadline { .. }, .. } => "fire_deadline",
             Self::Lifecycle { request: LifecycleRequest::Cancel { .. }, .. } => "cancel",
+            Self::Lifecycle { request: LifecycleRequest::Control { .. }, .. } => "control",
             Self::Revision { .. } => "revision",
+            Self::Describe { .. } => "describe",
         }
     }
 
     /// Every value of [`MatchRequest::op`] (metric series start at zero for each).
-    pub const OPS: [&'static str; 8] =
-        ["create_match", "submit_command", "command_status", "sync", "withdraw", "fire_deadline", "cancel", "revision"];
+    pub const OPS: [&'static str; 13] = [
+        "create_match",
+        "create_replay",
+        "presence",
+        "submit_command",
+        "command_status",
+        "sync",
+        "spectate",
+        "withdraw",
+        "fire_deadline",
+        "cancel",
+        "control",
+        "revision",
+        "describe",
+    ];
 }
 
 /// A created match and what it pinned at creation: its rules module's digest and, when the
@@ -76,6 +124,8 @@ impl MatchRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Created {
     pub match_id: Uuid,
+    /// The rules module the match runs.
+    pub game: GameKey,
     pub rules_digest: String,
     pub package: Option<PackagePin>,
 }
@@ -83,7 +133,12 @@ pub struct Created {
 impl Created {
     /// What `state` pinned.
     pub fn of(state: &juegoland_core::MatchState) -> Self {
-        Self { match_id: state.match_id, rules_digest: state.rules_digest.clone(), package: state.package.clone() }
+        Self {
+            match_id: state.match_id,
+            game: state.game.clone(),
+            rules_digest: state.rules_digest.clone(),
+            package: state.package.clone(),
+        }
     }
 }
 
@@ -94,10 +149,12 @@ pub enum MatchReply {
     Created(Created),
     /// A `game.ack` or a `game.error` (for `Command`, `CommandStatus`, and a refused `Sync`).
     Message(ServerMessage),
-    /// The snapshot of a `Sync`.
+    /// The snapshot of a `Sync` or a `Spectate`.
     Snapshot(Box<SyncReply>),
     /// The revision a `Lifecycle` operation produced, or the last committed one (`Revision`).
     Revision(u64),
+    /// The match as the platform reads it (`Describe`).
+    Summary(Box<MatchSummary>),
 }
 
 impl MatchReply {
@@ -108,6 +165,7 @@ impl MatchReply {
             Self::Message(_) => "a message",
             Self::Snapshot(_) => "a snapshot",
             Self::Revision(_) => "a revision",
+            Self::Summary(_) => "a summary",
         };
         MatchError::Internal(format!("{what} was answered with {kind}"))
     }
@@ -117,7 +175,8 @@ impl MatchReply {
 /// match's contract tuple.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SyncReply {
-    pub seat: Seat,
+    /// The recipient's seat; `None` for a spectator.
+    pub seat: Option<Seat>,
     pub revision: u64,
     pub game: GameKey,
     pub view_schema_version: u32,

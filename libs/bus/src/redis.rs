@@ -104,6 +104,13 @@ pub struct RedisBusConfig {
     pub call_timeout: Duration,
     /// The bound on one connection attempt. Default 1 s.
     pub connect_timeout: Duration,
+    /// After a publish that Redis did not answer (a timeout, a lost connection), how long
+    /// later publishes fail at once instead of waiting out `call_timeout` each: a silent
+    /// Redis must not add its timeout to every commit's answer (the actor publishes before it
+    /// answers, and the outbox keeps what was not published for the sweeper). When the pause
+    /// runs out, a `PING` in the background (on no commit's path) asks Redis again; publishes
+    /// keep failing at once until it is answered. Default 1 s; zero always waits.
+    pub publish_pause: Duration,
     /// The bound on one reply (the reader adds its block time). Default 1 s.
     pub response_timeout: Duration,
     /// How long one `XREAD` blocks when nothing arrives. Default 2 s.
@@ -136,6 +143,7 @@ impl Default for RedisBusConfig {
             stream_ttl: Some(Duration::from_secs(10 * 60)),
             call_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(1),
+            publish_pause: Duration::from_secs(1),
             response_timeout: Duration::from_secs(1),
             read_block: Duration::from_secs(2),
             read_count: 512,
@@ -186,6 +194,9 @@ pub struct RedisBus {
     next_sink: AtomicU64,
     /// The reader tasks started so far; aborted when the bus is dropped.
     readers: Mutex<Vec<JoinHandle<()>>>,
+    /// Until when publishes fail at once, after one that Redis did not answer
+    /// (`RedisBusConfig::publish_pause`).
+    publish_paused_until: Arc<Mutex<Option<tokio::time::Instant>>>,
 }
 
 impl RedisBus {
@@ -213,6 +224,7 @@ impl RedisBus {
             shared,
             next_sink: AtomicU64::new(0),
             readers: Mutex::new(Vec::new()),
+            publish_paused_until: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -239,6 +251,19 @@ impl RedisBus {
     /// The key of a match's stream: `juegoland:{<match id>}:pub`.
     pub fn stream_key(match_id: Uuid) -> String {
         format!("juegoland:{{{match_id}}}:pub")
+    }
+
+    /// Asks Redis, in the background, whether it answers again after a publish it did not:
+    /// an answer ends the publishes' pause, silence starts another.
+    fn probe(&self) {
+        let (mut conn, until, config) =
+            (self.publisher.clone(), self.publish_paused_until.clone(), self.config.clone());
+        tokio::spawn(async move {
+            let answered =
+                bounded(config.call_timeout, "ping", redis::cmd("PING").query_async::<String>(&mut conn)).await.is_ok();
+            let mut until = until.lock().unwrap_or_else(|p| p.into_inner());
+            *until = (!answered).then(|| tokio::time::Instant::now() + config.publish_pause);
+        });
     }
 
     /// Checks that Redis answers (for readiness probes).
@@ -309,9 +334,31 @@ impl RedisBus {
         if let Some(ttl) = self.config.stream_ttl {
             pipe.cmd("EXPIRE").arg(&key).arg(ttl.as_secs());
         }
+        {
+            // Paused: fail at once. A pause that ran out starts one probe in the background
+            // and keeps failing at once until the probe is answered.
+            let mut until = self.publish_paused_until.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(t) = *until {
+                let now = tokio::time::Instant::now();
+                if now >= t {
+                    *until = Some(now + self.config.call_timeout);
+                    self.probe();
+                }
+                return Err(BusError::Unavailable(
+                    "publish to the match stream: redis did not answer a recent publish; not waiting on it".into(),
+                ));
+            }
+        }
         let mut conn = self.publisher.clone();
-        let results: Vec<RedisResult<Value>> =
-            bounded(self.config.call_timeout, "publish to the match stream", pipe.query_async(&mut conn)).await?;
+        let sent = bounded(self.config.call_timeout, "publish to the match stream", pipe.query_async(&mut conn)).await;
+        let mut until = self.publish_paused_until.lock().unwrap_or_else(|p| p.into_inner());
+        *until = match &sent {
+            Ok(_) => None,
+            Err(_) if self.config.publish_pause.is_zero() => None,
+            Err(_) => Some(tokio::time::Instant::now() + self.config.publish_pause),
+        };
+        drop(until);
+        let results: Vec<RedisResult<Value>> = sent?;
         let mut stale = 0;
         for result in results {
             match result {

@@ -1,7 +1,8 @@
 //! Conformance checks for games, run through the real engine pipeline (the same code that
 //! serves matches), for use in every game's tests.
 //!
-//! Owns: random playouts that collect everything each recipient receives (snapshots with
+//! Owns: random playouts that collect everything each recipient receives — every seat, and
+//! the spectators of a game that defines a spectator projection — (snapshots with
 //! views, contexts, offers, visible events and results; receipts; errors) and check it with a
 //! game's [`PrivacyOracle`]: forbidden patterns derived from hidden state, and
 //! non-interference (a position that differs only in what a recipient may not know must give
@@ -10,8 +11,10 @@
 //! Must not use: IO, clocks, OS randomness (playouts are seeded), or any game by name.
 
 mod confluence;
+pub mod engine_match;
 mod playout;
 mod privacy;
 
 pub use confluence::{ConfluenceReport, check_confluence};
-pub use privacy::{Leak, Pattern, PlayoutConfig, PrivacyOracle, PrivacyReport, check_privacy};
+pub use engine_match::EngineMatch;
+pub use privacy::{Leak, Pattern, PlayoutConfig, PrivacyOracle, PrivacyReport, SPECTATOR, check_privacy};

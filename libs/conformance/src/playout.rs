@@ -29,7 +29,7 @@ pub(crate) struct Playout {
 pub(crate) struct Outcome {
     /// The ack or error the sender receives.
     pub answer: ServerMessage,
-    /// The publications of an accepted change: (recipient seat, snapshot JSON).
+    /// The publications of an accepted change: (recipient seat or `SPECTATOR`, snapshot JSON).
     pub publications: Vec<(String, Value)>,
     pub applied: bool,
 }
@@ -161,7 +161,7 @@ impl Playout {
                     .iter()
                     .map(|p| {
                         let json = serde_json::from_str(&p.encoded).expect("publications are JSON");
-                        (p.recipient.clone().unwrap_or_default(), json)
+                        (p.recipient.clone().unwrap_or_else(|| crate::privacy::SPECTATOR.to_owned()), json)
                     })
                     .collect();
                 let applied = commit.state.is_some();

@@ -31,10 +31,21 @@ impl Pattern {
     }
 }
 
+/// The recipient name the checker gives an oracle for the spectators, in games that define a
+/// spectator projection: no seat has it, so an oracle that hides from a recipient what belongs
+/// to other seats hides all of it from spectators.
+pub const SPECTATOR: &str = "*spectator*";
+
+/// The engine's recipient for a name the checker uses: [`SPECTATOR`] or a seat.
+pub(crate) fn recipient_of(name: &str) -> juegoland_sdk::Recipient<'_> {
+    if name == SPECTATOR { juegoland_sdk::Recipient::Spectator } else { juegoland_sdk::Recipient::Seat(name) }
+}
+
 /// A game's knowledge of its own hidden information, for the checker.
 pub trait PrivacyOracle {
     /// Patterns that must not appear in anything `recipient` receives while the match is at
-    /// `position` (the position after the revision being published).
+    /// `position` (the position after the revision being published). `recipient` is a seat,
+    /// or [`SPECTATOR`].
     fn forbidden(&self, position: &JsonPosition, recipient: &str) -> Vec<Pattern>;
 
     /// A position that differs from `position` only in what `recipient` may not know (a
@@ -94,6 +105,9 @@ pub struct PrivacyReport {
     pub commands: usize,
     pub scrambles_compared: usize,
     pub finished_matches: usize,
+    /// Of `outputs_checked`, the spectators' (sync snapshots and publications); 0 for a game
+    /// without a spectator projection.
+    pub spectator_outputs_checked: usize,
 }
 
 /// Whether `json` contains `pattern` anywhere.
@@ -135,7 +149,10 @@ fn check(
 
 /// Plays `cfg.playouts` random matches through the real engine and checks every output
 /// each recipient receives: its sync snapshot at every revision, every live publication,
-/// every receipt and error it gets. Commands are the oracle's proposals or random offers;
+/// every receipt and error it gets. The recipients are the seats and, when the game defines a
+/// spectator projection, the spectators ([`SPECTATOR`]: their sync snapshot and its
+/// non-interference at every revision, their publications); a game without one must publish
+/// nothing for spectators and refuse their snapshot. Commands are the oracle's proposals or random offers;
 /// some are sent by a seat that may not act, some are exact retries, some re-use an id with
 /// another payload, some carry a broken payload. Returns the first leak.
 pub fn check_privacy(
@@ -147,15 +164,23 @@ pub fn check_privacy(
     use juegoland_sdk::Recipient;
 
     let mut report = PrivacyReport::default();
+    let spectators = registry.get(&cfg.game).is_some_and(|g| g.game.spectators());
     for index in 0..cfg.playouts {
         let mut p = Playout::start(registry.clone(), cfg, index);
         let seats = p.seats();
+        let recipients: Vec<String> = seats.iter().cloned().chain(spectators.then(|| SPECTATOR.to_owned())).collect();
         let mut last: Option<(String, juegoland_protocol::CommandEnvelope)> = None;
         for _ in 0..=cfg.max_steps {
-            // Every seat's sync snapshot at this revision, and non-interference.
+            // Every recipient's sync snapshot at this revision, and non-interference.
             let revision = p.live.state().revision;
-            for seat in &seats {
-                let snapshot = p.live.snapshot(Recipient::Seat(seat), &p.engine).expect("a snapshot");
+            if !spectators && p.live.snapshot(Recipient::Spectator, &p.engine).is_ok() {
+                return Err(unwanted_spectators(index, revision, "snapshot"));
+            }
+            for seat in &recipients {
+                if seat == SPECTATOR {
+                    report.spectator_outputs_checked += 1;
+                }
+                let snapshot = p.live.snapshot(recipient_of(seat), &p.engine).expect("a snapshot");
                 let text = juegoland_protocol::encode(&snapshot);
                 let value: Value = serde_json::from_str(&text).expect("JSON");
                 let forbidden = oracle.forbidden(&p.live.state().position, seat);
@@ -169,9 +194,8 @@ pub fn check_privacy(
                         .engine
                         .load(state)
                         .unwrap_or_else(|f| panic!("the oracle's scrambled position is invalid: {f}"));
-                    let other_text = juegoland_protocol::encode(
-                        &other.snapshot(Recipient::Seat(seat), &p.engine).expect("a snapshot"),
-                    );
+                    let other_text =
+                        juegoland_protocol::encode(&other.snapshot(recipient_of(seat), &p.engine).expect("a snapshot"));
                     if other_text != text {
                         return Err(Leak {
                             playout: index,
@@ -220,6 +244,7 @@ pub fn check_privacy(
             check(&answer, &oracle.forbidden(&position, &seat), index, revision, &seat, kind)?;
             report.outputs_checked += 1;
             for (recipient, publication) in &outcome.publications {
+                check_recipient(spectators, index, revision, recipient, &mut report)?;
                 check(publication, &oracle.forbidden(&position, recipient), index, revision, recipient, "publication")?;
                 report.outputs_checked += 1;
             }
@@ -233,7 +258,9 @@ pub fn check_privacy(
                         let commit = p.live.advance(pending);
                         let position = p.live.state().position.clone();
                         for publication in &commit.publications {
-                            let recipient = publication.recipient.clone().unwrap_or_default();
+                            let recipient = publication.recipient.clone().unwrap_or_else(|| SPECTATOR.to_owned());
+                            let revision = p.live.state().revision;
+                            check_recipient(spectators, index, revision, &recipient, &mut report)?;
                             let value: Value = serde_json::from_str(&publication.encoded).expect("JSON");
                             let forbidden = oracle.forbidden(&position, &recipient);
                             check(&value, &forbidden, index, p.live.state().revision, &recipient, "publication")?;
@@ -245,6 +272,35 @@ pub fn check_privacy(
         }
     }
     Ok(report)
+}
+
+/// The failure of a game without a spectator projection that gave spectators something.
+fn unwanted_spectators(playout: usize, revision: u64, output: &'static str) -> Leak {
+    Leak {
+        playout,
+        revision,
+        recipient: SPECTATOR.to_owned(),
+        output,
+        pattern: "an output for spectators of a game that defines no spectator projection".into(),
+        json: String::new(),
+    }
+}
+
+/// Counts a spectators' publication, or fails when the game defines no spectator projection.
+fn check_recipient(
+    spectators: bool,
+    playout: usize,
+    revision: u64,
+    recipient: &str,
+    report: &mut PrivacyReport,
+) -> Result<(), Leak> {
+    if recipient == SPECTATOR {
+        if !spectators {
+            return Err(unwanted_spectators(playout, revision, "publication"));
+        }
+        report.spectator_outputs_checked += 1;
+    }
+    Ok(())
 }
 
 fn below100(p: &mut crate::playout::Playout) -> u64 {

@@ -1,4 +1,6 @@
-//! The whole in-process pipeline for Conecta 4, and its stages.
+//! The whole in-process pipeline for Conecta 4, and its stages; then the same `whole` and
+//! stages for Brisca (two and four players), La Oca and Serpientes y escaleras
+//! ([`other_games`]), so each game's cost per command stands next to Conecta 4's.
 //!
 //! `whole`: command bytes in → strict decode → receipt check and fingerprint (JCS + SHA-256)
 //! → precondition, actor, stage, payload schema → rules → position validation → snapshots
@@ -156,5 +158,151 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// A recorded match of another game: the state before each move, that move's command bytes,
+/// the seat that sent it and the entropy seed its draws used (so a replayed move rolls the
+/// same dice and the steady-state loop follows the recorded match).
+struct GameFixture {
+    name: &'static str,
+    engine: Engine,
+    steps: Vec<(MatchState, Vec<u8>, String, u64)>,
+}
+
+/// Plays `game` from its creation, each move the actor's first offered `action`, for at
+/// most `moves` moves or until the match ends.
+fn game_fixture(
+    name: &'static str,
+    game: &str,
+    seats: usize,
+    config: serde_json::Value,
+    action: &str,
+    moves: usize,
+) -> GameFixture {
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_brisca::Brisca)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_oca::Oca)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_serpientes::Serpientes)).unwrap();
+    let engine = Engine::new(Arc::new(registry));
+    let key = GameKey { id: game.into(), rules_version: "1.0.0".into() };
+    let holders = juegoland_sdk::seat_ids(seats)
+        .into_iter()
+        .map(|s| (s.clone(), SeatHolder::Principal(format!("u-{s}"))))
+        .collect();
+    let mut entropy = SplitMix64(5);
+    let (_, mut live) = engine.create(Uuid::from_u128(9), &key, holders, &config, 0, &mut entropy).unwrap();
+    let mut steps = Vec::new();
+    for n in 0..moves as u64 {
+        let state = live.state().clone();
+        let Some(seat) = state.position.flow.actors.keys().next().cloned() else { break };
+        let snapshot = live.snapshot(Recipient::Seat(&seat), &engine).unwrap();
+        let offer = serde_json::to_value(&snapshot).unwrap()["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["type"] == action)
+            .cloned()
+            .expect("an offer");
+        let bytes = json!({
+            "protocolVersion": 1, "type": "game.command", "matchId": state.match_id,
+            "commandId": Uuid::from_u128(5000 + u128::from(n)), "precondition": offer["precondition"],
+            "action": {"type": action, "payload": offer["payload"]}
+        })
+        .to_string()
+        .into_bytes();
+        let Ok(ClientMessage::Command(env)) = decode_client(&bytes) else { panic!("decode") };
+        let seed = 100 + n;
+        let Decision::Commit(p) = engine.command(&live, &format!("u-{seat}"), &env, None, 0, &mut SplitMix64(seed))
+        else {
+            panic!("a commit")
+        };
+        assert!(p.commit.state.is_some(), "{name}: the offered move is applied");
+        let ends = p.commit.state.as_ref().is_some_and(|s| s.is_finished());
+        live.advance(*p);
+        steps.push((state, bytes, seat, seed));
+        if ends {
+            break;
+        }
+    }
+    assert!(steps.len() >= 10, "{name}: a long enough match: {}", steps.len());
+    GameFixture { name, engine, steps }
+}
+
+/// Each other game's `whole` (as Conecta 4's: decode, decide, advance, encode the ack and
+/// every seat's publication) and the stages that differ by game.
+fn other_games(c: &mut Criterion) {
+    let fixtures = [
+        game_fixture("brisca", "brisca", 2, json!({}), "play", 40),
+        game_fixture("brisca4", "brisca", 4, json!({"players": 4}), "play", 40),
+        game_fixture("oca", "oca", 4, json!({}), "roll", 60),
+        game_fixture("serpientes", "serpientes", 4, json!({}), "roll", 60),
+    ];
+    let mut out = Vec::with_capacity(16 * 1024);
+    for f in &fixtures {
+        let n = f.steps.len();
+        let mut g = c.benchmark_group(f.name);
+        g.throughput(Throughput::Elements(1));
+        g.bench_function("whole", |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                let mut k = n;
+                let mut live = None;
+                for _ in 0..iters {
+                    if k == n {
+                        live = Some(f.engine.load(f.steps[0].0.clone()).unwrap());
+                        k = 0;
+                    }
+                    let live = live.as_mut().expect("loaded");
+                    let (_, bytes, seat, seed) = &f.steps[k];
+                    let started = std::time::Instant::now();
+                    let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!("decode") };
+                    let Decision::Commit(p) =
+                        f.engine.command(live, &format!("u-{seat}"), &env, None, 0, &mut SplitMix64(*seed))
+                    else {
+                        panic!("a commit")
+                    };
+                    let commit = live.advance(*p);
+                    out.clear();
+                    encode_into(&commit.receipt.as_ref().unwrap().ack(false), &mut out);
+                    for publication in &commit.publications {
+                        out.extend_from_slice(publication.for_subscription("s-0123456789").as_bytes());
+                    }
+                    std::hint::black_box(out.len());
+                    total += started.elapsed();
+                    k += 1;
+                }
+                total
+            })
+        });
+        let (state, bytes, seat, seed) = &f.steps[n / 2];
+        let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!() };
+        let mid = f.engine.load(state.clone()).unwrap();
+        let principal = format!("u-{seat}");
+        g.bench_function("stage/decide", |b| {
+            b.iter(|| f.engine.command(&mid, &principal, &env, None, 0, &mut SplitMix64(*seed)))
+        });
+        g.bench_function("stage/rules-apply", |b| {
+            let game = &mid.game().game;
+            let action = game.decode_action(&env.action.r#type, &env.action.payload).unwrap();
+            b.iter(|| {
+                let mut entropy = SplitMix64(*seed);
+                let mut services = juegoland_sdk::Services::new(0, juegoland_sdk::Randomness::live(&mut entropy));
+                game.apply(mid.loaded(), seat, &action, &mut services).unwrap()
+            })
+        });
+        g.bench_function("stage/snapshot-one-seat", |b| {
+            b.iter(|| mid.snapshot(Recipient::Seat("p1"), &f.engine).unwrap())
+        });
+        g.bench_function("stage/validate-position", |b| {
+            b.iter(|| mid.game().game.validate_position(mid.loaded()).unwrap())
+        });
+        g.bench_function("stage/encode-position", |b| {
+            b.iter(|| mid.game().game.encode_position(mid.loaded()).unwrap())
+        });
+        g.bench_function("stage/load-match", |b| {
+            b.iter_batched(|| state.clone(), |s| f.engine.load(s).unwrap(), BatchSize::SmallInput)
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench, other_games);
 criterion_main!(benches);

@@ -21,14 +21,14 @@ pub mod state;
 
 pub use check::OutputSchema;
 pub use migration::{Migration, MigrationError, MigrationMark};
-pub use packages::{PinError, PublishedPackages};
+pub use packages::{ChoiceError, GameChoice, PinError, PublishedGame, PublishedPackages};
 pub use pipeline::{
-    CreateError, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
+    CreateError, CreateOptions, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
     valid_reason_code,
 };
 pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};
 pub use state::{
-    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, PackagePin, Publication, Receipt, ReceiptKey,
-    ReceiptOutcome, SNAPSHOT_EVERY, SeatHolder, StoredMatch,
+    Commit, ControllerKind, Deadline, GameKey, LogEntry, LoggedOp, MatchState, PackagePin, Publication, Receipt,
+    ReceiptKey, ReceiptOutcome, ReplayOf, SNAPSHOT_EVERY, SeatHolder, StoredMatch,
 };

@@ -52,7 +52,7 @@ pub enum MigrationError {
     )]
     NoTransform { match_id: uuid::Uuid, from: String, to: String, from_schema: u32, to_schema: u32 },
     #[error(
-        "match {match_id}: the target package {id}@{version} is not published in the registry: publish it before migrating"
+        "match {match_id}: no package of {id} is published for rules {version} in the registry: publish one before migrating"
     )]
     TargetUnpublished { match_id: uuid::Uuid, id: String, version: String },
     #[error("match {match_id}: the {which} state does not load: {message}")]
@@ -91,11 +91,17 @@ impl Engine {
                 to_schema: to.state_schema_version,
             });
         }
-        let package =
-            crate::packages::pin_for(self.packages.as_deref(), &to.id, &to.version).map_err(invalid("target"))?;
+        // The target pins the newest package version published for its rules.
+        let choice = crate::packages::GameChoice::from(target);
+        let (_, package) = crate::packages::choose(&self.registry, self.packages.as_deref(), &choice)
+            .map_err(|e| invalid("target")(e.to_string()))?;
         // A pinned match stays pinned; an unpinned one is pinned if its target is published.
         if package.is_none() && source.package.is_some() {
-            return Err(MigrationError::TargetUnpublished { match_id, id: to.id.clone(), version: to.version.clone() });
+            return Err(MigrationError::TargetUnpublished {
+                match_id,
+                id: to.id.clone(),
+                version: target.rules_version.clone(),
+            });
         }
         let mut migrations = source.migrations.clone();
         migrations.push(MigrationMark {
@@ -105,7 +111,7 @@ impl Engine {
         });
         let migrated = MatchState {
             game: target.clone(),
-            game_version: to.version.clone(),
+            game_version: package.as_ref().map_or_else(|| to.version.clone(), |p| p.version.clone()),
             rules_digest: module.digest.clone(),
             package,
             migrations,

@@ -8,17 +8,18 @@ use std::sync::Arc;
 
 use juegoland_protocol::{CommandEnvelope, Precondition, RejectionCode};
 use juegoland_sdk::{
-    ConflictPolicy, DeadlineOp, EntropySource, ErasedTransition, Flow, Lifecycle, LoadedPosition, MatchResult,
-    Participant, Participation, Randomness, RawJson, Recipient, RuleError, Seat, Services, Trace, seat_ids,
+    ConflictPolicy, DeadlineOp, EntropySource, ErasedTransition, Flow, Handover, Lifecycle, LoadedPosition,
+    MatchResult, Participant, Participation, Randomness, RawJson, Recipient, RuleError, Seat, Services, Trace,
+    TraceEntry, seat_ids,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::packages::{PinError, PublishedPackages};
+use crate::packages::{ChoiceError, GameChoice, PinError, PublishedPackages};
 use crate::project::{build_snapshot, publications};
 use crate::registry::{LoadedGame, Registry};
 use crate::state::{
-    Commit, Deadline, GameKey, LogEntry, LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, SeatHolder,
+    Commit, Deadline, LogEntry, LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, ReplayOf, SeatHolder,
     StoredMatch,
 };
 
@@ -79,6 +80,13 @@ pub enum LifecycleRequest {
     Cancel {
         reason_code: String,
     },
+    /// Hands a human's seat to the bot profile `stand_in` while the human is away, or back
+    /// to its human (`None`): a revision of its own that changes no position and no counter
+    /// (the host asks for it under the match's hand-over policy).
+    Control {
+        seat: Seat,
+        stand_in: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -127,6 +135,21 @@ impl LifecycleError {
     }
 }
 
+/// The refusal of a config field its schema does not declare (`additionalProperties: false`
+/// at the top): jsonschema tells it as the field's value failing a `false` schema, without
+/// the field's name.
+fn unknown_config_field(schema: &Value, config: &Value) -> Option<String> {
+    let (Some(config), Some(false)) = (config.as_object(), schema["additionalProperties"].as_bool()) else {
+        return None;
+    };
+    let declared = schema["properties"].as_object();
+    let unknown = config.keys().find(|k| !declared.is_some_and(|d| d.contains_key(k.as_str())))?;
+    let allowed: Vec<&str> = declared.map(|d| d.keys().map(String::as_str).collect()).unwrap_or_default();
+    let allowed = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
+    let shown: String = unknown.chars().take(64).collect();
+    Some(format!("config.{shown}: no such field (allowed: {allowed})"))
+}
+
 /// A reason code: a short machine key (`[a-z0-9][a-z0-9._-]*`, at most 64 bytes).
 pub fn valid_reason_code(code: &str) -> bool {
     let mut bytes = code.bytes();
@@ -137,14 +160,26 @@ pub fn valid_reason_code(code: &str) -> bool {
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CreateError {
-    #[error("unknown game")]
-    UnknownGame,
+    /// The game, rules version or package version asked for is not here.
+    #[error("{0}")]
+    Choice(ChoiceError),
     #[error("invalid seats: {0}")]
     InvalidSeats(String),
     #[error("invalid config: {0}")]
     InvalidConfig(String),
+    #[error("invalid hand-over policy: {0}")]
+    InvalidHandover(String),
+    #[error("invalid replay: {0}")]
+    InvalidReplay(String),
     #[error("internal failure: {0}")]
     Fault(Fault),
+}
+
+/// What a creation chooses beyond game, seats and config.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CreateOptions {
+    /// The match's hand-over policy; `None`: the game's default ([`juegoland_sdk::Game::handover`]).
+    pub handover: Option<Handover>,
 }
 
 /// A match loaded in memory: its persisted state and the decoded position.
@@ -152,6 +187,9 @@ pub struct LiveMatch {
     pub(crate) state: Arc<MatchState>,
     pub(crate) game: Arc<LoadedGame>,
     pub(crate) loaded: LoadedPosition,
+    /// The highest command sequence a receipt of this match is known to carry (see
+    /// [`LiveMatch::last_sequence`]).
+    pub(crate) last_sequence: u64,
 }
 
 impl LiveMatch {
@@ -169,8 +207,23 @@ impl LiveMatch {
                 phase_epoch: s.phase_epoch,
                 actor_revision: s.actor_revisions.get(seat).copied().unwrap_or_default(),
             },
+            Some(ConflictPolicy::Queue) => Precondition::Queue,
             _ => Precondition::Match { revision: s.revision },
         }
+    }
+
+    /// The last command sequence given to a `queue` command of this match (0: none yet):
+    /// the highest of the committed state's and of every receipt this live match committed
+    /// or was told of ([`LiveMatch::note_sequence`]).
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence.max(self.state.queue_sequence)
+    }
+
+    /// Raises the last command sequence to `sequence` (the highest a stored receipt of this
+    /// match carries): a final rejection writes no state, so only its receipt remembers the
+    /// sequence it took, and the next `queue` command must get a higher one.
+    pub fn note_sequence(&mut self, sequence: u64) {
+        self.last_sequence = self.last_sequence.max(sequence);
     }
 
     pub fn game(&self) -> &Arc<LoadedGame> {
@@ -184,6 +237,9 @@ impl LiveMatch {
     /// Makes a durable pending operation current and returns its commit (for sending the
     /// receipt and dispatching the publications). Call only after the store accepted it.
     pub fn advance(&mut self, pending: Pending) -> Commit {
+        if let Some(sequence) = pending.commit.receipt.as_ref().and_then(|r| r.outcome.sequence()) {
+            self.note_sequence(sequence);
+        }
         if let (Some(state), Some(next)) = (&pending.commit.state, pending.next) {
             self.state = Arc::clone(state);
             self.loaded = next;
@@ -191,13 +247,28 @@ impl LiveMatch {
         pending.commit
     }
 
-    /// The sync snapshot for `recipient` at the current revision (no events).
+    /// Whether spectators may follow this match: its game defines a spectator projection
+    /// ([`juegoland_sdk::Game::spectators`]).
+    pub fn spectators(&self) -> bool {
+        self.game.game.spectators()
+    }
+
+    /// The sync snapshot for `recipient` at the current revision (no events). A spectator's
+    /// is a fault when the game defines no spectator projection, or offers spectators an
+    /// action; callers refuse such a spectator first ([`LiveMatch::spectators`]).
     pub fn snapshot(
         &self,
         recipient: Recipient<'_>,
         engine: &Engine,
     ) -> Result<juegoland_protocol::ServerMessage, Fault> {
+        let spectator = recipient == Recipient::Spectator;
+        if spectator && !self.spectators() {
+            return Err(Fault(format!("{} defines no spectator projection", self.game.descriptor().id)));
+        }
         let snapshot = build_snapshot(&self.game, &self.state, &self.loaded, None, recipient, None)?;
+        if spectator && crate::project::has_offers(&snapshot) {
+            return Err(Fault(format!("{} offered actions to spectators", self.game.descriptor().id)));
+        }
         crate::project::check_size(&self.game, crate::project::json_size(&snapshot), &engine.limits)?;
         Ok(snapshot)
     }
@@ -224,7 +295,7 @@ fn run_rules(
 ) -> Result<(ErasedTransition, Trace), RuleError> {
     let randomness = match draws {
         Draws::Live(entropy) => Randomness::live(entropy),
-        Draws::Replay(recorded) => Randomness::replay(recorded),
+        Draws::Replay(recorded) | Draws::Scripted(recorded) => Randomness::replay(recorded),
     };
     let mut services = Services::new(now_ms, randomness);
     let t = guarded(what, || f(&mut services))?;
@@ -233,16 +304,19 @@ fn run_rules(
 }
 
 /// Where an operation's randomness comes from: live entropy when it is decided, its recorded
-/// trace when a stored revision is recovered ([`Engine::recover`]).
+/// trace when a stored revision is recovered ([`Engine::recover`]), and another match's
+/// recorded trace when a replay match plays that match's revision back
+/// ([`Engine::replay_step`]).
 enum Draws<'a> {
     Live(&'a mut dyn EntropySource),
-    Replay(&'a [juegoland_sdk::TraceEntry]),
+    Replay(&'a [TraceEntry]),
+    Scripted(&'a [TraceEntry]),
 }
 
 impl Draws<'_> {
     /// Whether the operation is decided now (and publishes), not recovered.
     fn live(&self) -> bool {
-        matches!(self, Draws::Live(_))
+        !matches!(self, Draws::Replay(_))
     }
 }
 
@@ -283,7 +357,7 @@ impl Engine {
         game.check_pinned(&state.rules_digest).map_err(Fault)?;
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
-        Ok(LiveMatch { state: Arc::new(state), game, loaded })
+        Ok(LiveMatch { state: Arc::new(state), game, loaded, last_sequence: 0 })
     }
 
     /// A stored match made live: its snapshot loaded and each revision of its tail
@@ -320,31 +394,21 @@ impl Engine {
         let (now_ms, draws) = (entry.instant_ms, Draws::Replay(&entry.trace));
         let pending = match &entry.op {
             LoggedOp::Create { .. } => return Err(diverged("a second creation".into())),
-            LoggedOp::Command { principal, command_id, precondition, action_type, payload, .. } => {
+            LoggedOp::Command { principal, command_id, precondition, action_type, payload, sequence, .. } => {
                 let envelope = CommandEnvelope {
                     match_id: state.match_id,
                     command_id: *command_id,
                     precondition: *precondition,
                     action: juegoland_protocol::Action { r#type: action_type.clone(), payload: payload.clone() },
                 };
-                match self.decide_command(&live, principal, &envelope, None, now_ms, draws) {
+                match self.decide_command(&live, principal, &envelope, None, *sequence, now_ms, draws) {
                     Decision::Commit(p) if p.commit.state.is_some() => *p,
                     Decision::Fault(f) => return Err(diverged(f.0)),
                     _ => return Err(diverged("the command is not accepted".into())),
                 }
             }
-            LoggedOp::Lifecycle { event, generation } => {
-                let request = match (event, generation) {
-                    (Lifecycle::Withdrawal { seat }, None) => LifecycleRequest::Withdraw { seat: seat.clone() },
-                    (Lifecycle::DeadlineExpired { id, .. }, Some(generation)) => {
-                        LifecycleRequest::FireDeadline { id: id.clone(), generation: *generation }
-                    }
-                    _ => return Err(diverged("an unknown lifecycle event".into())),
-                };
-                self.decide_lifecycle(&live, &request, now_ms, draws).map_err(|e| diverged(e.to_string()))?
-            }
-            LoggedOp::Cancel { reason_code } => {
-                let request = LifecycleRequest::Cancel { reason_code: reason_code.clone() };
+            op @ (LoggedOp::Lifecycle { .. } | LoggedOp::Cancel { .. } | LoggedOp::Control { .. }) => {
+                let request = lifecycle_of(op).ok_or_else(|| diverged("an unknown lifecycle event".into()))?;
                 self.decide_lifecycle(&live, &request, now_ms, draws).map_err(|e| diverged(e.to_string()))?
             }
         };
@@ -359,13 +423,136 @@ impl Engine {
     pub fn create(
         &self,
         match_id: Uuid,
-        game: &GameKey,
+        game: impl Into<GameChoice>,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Result<(Pending, LiveMatch), CreateError> {
-        let loaded_game = self.registry.get(game).ok_or(CreateError::UnknownGame)?.clone();
+        self.create_with(match_id, game, seats, config, &CreateOptions::default(), now_ms, entropy)
+    }
+
+    /// [`Engine::create`] with the creation's options (its hand-over policy).
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_with(
+        &self,
+        match_id: Uuid,
+        game: impl Into<GameChoice>,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: &Value,
+        options: &CreateOptions,
+        now_ms: i64,
+        entropy: &mut dyn EntropySource,
+    ) -> Result<(Pending, LiveMatch), CreateError> {
+        let setup = Setup { handover: options.handover.clone(), replay_of: None };
+        self.create_inner(match_id, game.into(), seats, config, setup, now_ms, Draws::Live(entropy))
+    }
+
+    /// A replay match at revision 0 ([`ReplayOf`]): the game, rules, package, config and
+    /// seats of the stored match `source`, every seat played by the replay script, set up
+    /// with the randomness trace of `first` (the source's creation entry), so a dealt or
+    /// rolled game deals the same. Refused `InvalidReplay` when the speed is out of range,
+    /// `first` is not a creation, or setup does not decide as it did.
+    pub fn create_replay(
+        &self,
+        match_id: Uuid,
+        source: &MatchState,
+        first: &LogEntry,
+        speed_percent: u32,
+        now_ms: i64,
+    ) -> Result<(Pending, LiveMatch), CreateError> {
+        if !ReplayOf::SPEED_PERCENT.contains(&speed_percent) {
+            let (lo, hi) = (ReplayOf::SPEED_PERCENT.start(), ReplayOf::SPEED_PERCENT.end());
+            return Err(CreateError::InvalidReplay(format!("speedPercent: {speed_percent} is not in {lo}..={hi}")));
+        }
+        if source.replay_of.is_some() {
+            return Err(CreateError::InvalidReplay("a replay match is not replayed again; replay its source".into()));
+        }
+        let LoggedOp::Create { config } = &first.op else {
+            return Err(CreateError::InvalidReplay(format!(
+                "the source's revision {} is not its creation",
+                first.revision
+            )));
+        };
+        let choice = GameChoice {
+            id: source.game.id.clone(),
+            rules_version: Some(source.game.rules_version.clone()),
+            package_version: source.package.as_ref().map(|p| p.version.clone()),
+        };
+        let seats = source.seats.keys().map(|seat| (seat.clone(), SeatHolder::Replay)).collect();
+        let setup = Setup { handover: None, replay_of: Some(ReplayOf { source: source.match_id, speed_percent }) };
+        let (pending, live) = self
+            .create_inner(match_id, choice, seats, config, setup, now_ms, Draws::Scripted(&first.trace))
+            .map_err(|e| match e {
+                // Setup asked for other draws than the recorded ones: it does not replay.
+                CreateError::Fault(f) => CreateError::InvalidReplay(format!("the source's setup does not replay: {f}")),
+                other => other,
+            })?;
+        let log = pending.commit.log.as_ref().expect("a creation is logged");
+        if log.events != first.events || log.trace != first.trace {
+            return Err(CreateError::InvalidReplay("the source's setup does not replay under its rules".into()));
+        }
+        Ok((pending, live))
+    }
+
+    /// The next revision of a replay match: `entry`, a decision of the match it plays back
+    /// ([`MatchState::replay_of`]), decided again in this match by the same rules, with that
+    /// revision's randomness trace, at `instant_ms`, under the script's principal
+    /// (`replay:<seat>`); its publications are built as for any decision. Hand-overs of the
+    /// source are not decisions (the caller skips them: [`LoggedOp::is_decision`]). A
+    /// decision that comes out otherwise (refused, other events, other draws) is a fault:
+    /// the replay stops there, and nothing is committed.
+    pub fn replay_step(&self, live: &LiveMatch, entry: &LogEntry, instant_ms: i64) -> Result<Pending, Fault> {
+        let state = &live.state;
+        let diverged = |why: String| {
+            Fault(format!("replay of revision {} into match {} diverged: {why}", entry.revision, state.match_id))
+        };
+        let draws = Draws::Scripted(&entry.trace);
+        let pending = match &entry.op {
+            LoggedOp::Command { seat, command_id, action_type, payload, .. } => {
+                let principal = format!("{}{seat}", crate::state::REPLAY_PREFIX);
+                let envelope = CommandEnvelope {
+                    match_id: state.match_id,
+                    command_id: *command_id,
+                    precondition: live.precondition(seat, action_type),
+                    action: juegoland_protocol::Action { r#type: action_type.clone(), payload: payload.clone() },
+                };
+                match self.decide_command(live, &principal, &envelope, None, None, instant_ms, draws) {
+                    Decision::Commit(p) if p.commit.state.is_some() => *p,
+                    Decision::Fault(f) => return Err(diverged(f.0)),
+                    _ => return Err(diverged("the command is not accepted".into())),
+                }
+            }
+            op @ (LoggedOp::Lifecycle { .. } | LoggedOp::Cancel { .. }) => {
+                let request = lifecycle_of(op).ok_or_else(|| diverged("an unknown lifecycle event".into()))?;
+                self.decide_lifecycle(live, &request, instant_ms, draws).map_err(|e| diverged(e.to_string()))?
+            }
+            LoggedOp::Create { .. } | LoggedOp::Control { .. } => return Err(diverged("not a decision".into())),
+        };
+        let log = pending.commit.log.as_ref().expect("a decision is logged");
+        if log.events != entry.events || log.trace != entry.trace {
+            return Err(diverged("the rules decided another revision".into()));
+        }
+        Ok(pending)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_inner(
+        &self,
+        match_id: Uuid,
+        game: GameChoice,
+        seats: BTreeMap<Seat, SeatHolder>,
+        config: &Value,
+        setup: Setup,
+        now_ms: i64,
+        draws: Draws<'_>,
+    ) -> Result<(Pending, LiveMatch), CreateError> {
+        let (loaded_game, package) =
+            crate::packages::choose(&self.registry, self.packages.as_deref(), &game).map_err(|e| match e {
+                ChoiceError::Unreadable { .. } => CreateError::Fault(Fault(e.to_string())),
+                other => CreateError::Choice(other),
+            })?;
+        let game = loaded_game.key();
         let d = loaded_game.descriptor();
         let n = seats.len();
         if n < d.min_seats as usize || n > d.max_seats as usize {
@@ -376,14 +563,27 @@ impl Engine {
         }
         for (seat, holder) in &seats {
             match holder {
-                SeatHolder::Principal(p) if p.starts_with(crate::state::BOT_PREFIX) => {
-                    return Err(CreateError::InvalidSeats(format!("{seat}: principals may not start with \"bot:\"")));
+                SeatHolder::Principal(p) if crate::state::RESERVED_PREFIXES.iter().any(|r| p.starts_with(r)) => {
+                    let reserved = crate::state::RESERVED_PREFIXES.join("\", \"");
+                    return Err(CreateError::InvalidSeats(format!(
+                        "{seat}: principals may not start with \"{reserved}\""
+                    )));
+                }
+                SeatHolder::Replay if setup.replay_of.is_none() => {
+                    return Err(CreateError::InvalidSeats(format!("{seat}: only a replay match has replay seats")));
                 }
                 SeatHolder::Principal(p) if p.is_empty() => {
                     return Err(CreateError::InvalidSeats(format!("{seat} has an empty principal")));
                 }
                 SeatHolder::Bot(profile) if !d.bots.contains(profile) => {
                     return Err(CreateError::InvalidSeats(format!("{seat}: {} has no bot {profile:?}", d.id)));
+                }
+                SeatHolder::Agent(profile) if d.agents.as_ref().and_then(|a| a.profile(profile)).is_none() => {
+                    let declared = match &d.agents {
+                        Some(_) => "no agent profile",
+                        None => "no agent seats, so no agent profile",
+                    };
+                    return Err(CreateError::InvalidSeats(format!("{seat}: {} declares {declared} {profile:?}", d.id)));
                 }
                 _ => {}
             }
@@ -393,18 +593,32 @@ impl Engine {
         if principals.iter().enumerate().any(|(i, p)| principals[..i].contains(p)) {
             return Err(CreateError::InvalidSeats("a principal may hold only one seat".into()));
         }
-        if !loaded_game.config.is_valid(config) {
-            return Err(CreateError::InvalidConfig("does not match the config schema".into()));
+        if let Some(message) = unknown_config_field(&loaded_game.game.schemas().config, config) {
+            return Err(CreateError::InvalidConfig(message));
+        }
+        if let Err(e) = loaded_game.config.validate(config) {
+            // jsonschema's message names the value and the constraint ("12 is greater than the
+            // maximum of 10"); the path names the field.
+            let at = e.instance_path().to_string();
+            let field = if at.is_empty() { "config".to_owned() } else { format!("config{}", at.replace('/', ".")) };
+            let mut message = format!("{field}: {e}");
+            if message.len() > 300 {
+                let cut = (0..=300).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
+                message.truncate(cut);
+                message.push('…');
+            }
+            return Err(CreateError::InvalidConfig(message));
         }
         let config = loaded_game.game.decode_config(config).map_err(|e| CreateError::InvalidConfig(e.to_string()))?;
-        let package = crate::packages::pin_for(self.packages.as_deref(), &d.id, &d.version)
-            .map_err(|e| CreateError::Fault(Fault(e)))?;
         let participants: BTreeMap<Seat, Participant> =
             seats.keys().map(|s| (s.clone(), Participant::active())).collect();
 
-        let (t, trace) = match run_rules("setup", now_ms, Draws::Live(entropy), |s| {
-            loaded_game.game.setup(&config, &participants, s)
-        }) {
+        let handover = match setup.handover {
+            Some(h) => check_handover(&h, d).map(|()| h).map_err(CreateError::InvalidHandover)?,
+            None => loaded_game.game.handover(),
+        };
+        let (t, trace) = match run_rules("setup", now_ms, draws, |s| loaded_game.game.setup(&config, &participants, s))
+        {
             Ok(r) => r,
             Err(RuleError::Illegal { reason }) => return Err(CreateError::InvalidConfig(reason)),
             Err(RuleError::Fault { message }) => return Err(CreateError::Fault(Fault(message))),
@@ -418,8 +632,8 @@ impl Engine {
 
         let mut state = MatchState {
             match_id,
-            game: game.clone(),
-            game_version: d.version.clone(),
+            game_version: package.as_ref().map_or_else(|| d.version.clone(), |p| p.version.clone()),
+            game,
             rules_digest: loaded_game.digest.clone(),
             package,
             migrations: Vec::new(),
@@ -431,11 +645,15 @@ impl Engine {
             deadlines: BTreeMap::new(),
             next_generation: 1,
             created_ms: now_ms,
+            queue_sequence: 0,
+            handover: (handover != Handover::Off).then_some(handover),
+            stand_ins: BTreeMap::new(),
+            replay_of: setup.replay_of,
         };
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: 0, instant_ms: now_ms, op: LoggedOp::Create { config }, trace, events };
         let state = Arc::new(state);
-        let live = LiveMatch { state: Arc::clone(&state), game: loaded_game, loaded: t.next };
+        let live = LiveMatch { state: Arc::clone(&state), game: loaded_game, loaded: t.next, last_sequence: 0 };
         let commit = Commit {
             match_id,
             expected_revision: None,
@@ -460,15 +678,20 @@ impl Engine {
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Decision {
-        self.decide_command(live, principal, envelope, existing, now_ms, Draws::Live(entropy))
+        self.decide_command(live, principal, envelope, existing, None, now_ms, Draws::Live(entropy))
     }
 
+    /// `sequence` is the command sequence a recovered `queue` command took when it was first
+    /// decided (its log entry's); `None` when deciding now: the next after
+    /// [`LiveMatch::last_sequence`].
+    #[allow(clippy::too_many_arguments)]
     fn decide_command(
         &self,
         live: &LiveMatch,
         principal: &str,
         envelope: &CommandEnvelope,
         existing: Option<Receipt>,
+        sequence: Option<u64>,
         now_ms: i64,
         draws: Draws<'_>,
     ) -> Decision {
@@ -480,6 +703,12 @@ impl Engine {
         }
         let key =
             ReceiptKey { match_id: state.match_id, principal: principal.to_owned(), command_id: envelope.command_id };
+        // A `queue` command takes its sequence when the match accepts it into its FIFO,
+        // before anything is judged: a final rejection carries one too.
+        let sequence = match envelope.precondition {
+            Precondition::Queue => Some(sequence.unwrap_or(live.last_sequence() + 1)),
+            _ => None,
+        };
         let reject = |code: RejectionCode| {
             Decision::Commit(Box::new(Pending {
                 commit: Commit {
@@ -489,7 +718,7 @@ impl Engine {
                     receipt: Some(Receipt {
                         key: key.clone(),
                         fingerprint: fingerprint.to_owned(),
-                        outcome: ReceiptOutcome::Rejected { code, revision: state.revision },
+                        outcome: ReceiptOutcome::Rejected { code, revision: state.revision, sequence },
                     }),
                     log: None,
                     publications: Vec::new(),
@@ -534,16 +763,18 @@ impl Engine {
             precondition: envelope.precondition,
             action_type: action_type.to_owned(),
             payload: payload.clone(),
+            sequence,
         };
         let bump = match policy {
             ConflictPolicy::Actor => Bump::Actor(seat),
-            ConflictPolicy::Match => Bump::Barrier,
+            // A real-time move changes shared state: a barrier, like a `match` action.
+            ConflictPolicy::Match | ConflictPolicy::Queue => Bump::Barrier,
         };
         match self.accept_with(live, Accepted { t, trace, op, bump, now_ms, consumed_deadline: None, fresh }, |s| {
             Some(Receipt {
                 key: key.clone(),
                 fingerprint: fingerprint.to_owned(),
-                outcome: ReceiptOutcome::Applied { revision: s.revision },
+                outcome: ReceiptOutcome::Applied { revision: s.revision, sequence },
             })
         }) {
             Ok(p) => Decision::Commit(Box::new(p)),
@@ -575,12 +806,47 @@ impl Engine {
             return Err(LifecycleError::Finished);
         }
         let game = &live.game;
+        let mut bump = Bump::Barrier;
         let (t, trace, op, consumed) = match request {
+            LifecycleRequest::Control { seat, stand_in } => {
+                match state.seats.get(seat) {
+                    None => return Err(LifecycleError::UnknownSeat),
+                    // A human's seat (hand-over) or an agent's (past its think time).
+                    Some(SeatHolder::Principal(_) | SeatHolder::Agent(_)) => {}
+                    Some(_) => {
+                        return Err(LifecycleError::Illegal(format!("{seat} is not a human's or an agent's seat")));
+                    }
+                }
+                if !state.position.participants.get(seat).is_some_and(Participant::is_active) {
+                    return Err(LifecycleError::AlreadyWithdrawn);
+                }
+                if state.stand_ins.get(seat) == stand_in.as_ref() {
+                    return Err(LifecycleError::Illegal(format!("{seat} is already played that way")));
+                }
+                if let Some(profile) = stand_in
+                    && !game.descriptor().bots.contains(profile)
+                {
+                    return Err(LifecycleError::Illegal(format!("{} has no bot {profile:?}", game.descriptor().id)));
+                }
+                // Nobody's move changes: no counter moves, so no command in flight goes stale
+                // but for the revision itself.
+                bump = Bump::Quiet;
+                let t = unchanged(game, state).map_err(LifecycleError::Fault)?;
+                let op = LoggedOp::Control { seat: seat.clone(), stand_in: stand_in.clone() };
+                (t, Trace::default(), op, None)
+            }
             LifecycleRequest::Cancel { reason_code } => {
                 if !valid_reason_code(reason_code) {
                     return Err(LifecycleError::InvalidReason(reason_code.clone()));
                 }
                 let mut t = game.game.cancelled(&live.loaded, reason_code);
+                if fresh && reserved_reason(game, &live.loaded, &t, reason_code) {
+                    return Err(LifecycleError::InvalidReason(format!(
+                        "{reason_code}: {} gives its own results this reason code; cancel with another, e.g. \
+                         {PLATFORM_CANCELLATION}",
+                        game.descriptor().id
+                    )));
+                }
                 t.deadlines = state.deadlines.keys().map(|id| DeadlineOp::Cancel { id: id.clone() }).collect();
                 (t, Trace::default(), LoggedOp::Cancel { reason_code: reason_code.clone() }, None)
             }
@@ -603,7 +869,7 @@ impl Engine {
                 (t, trace, LoggedOp::Lifecycle { event, generation: Some(*generation) }, Some(id.clone()))
             }
         };
-        let accepted = Accepted { t, trace, op, bump: Bump::Barrier, now_ms, consumed_deadline: consumed, fresh };
+        let accepted = Accepted { t, trace, op, bump, now_ms, consumed_deadline: consumed, fresh };
         self.accept_with(live, accepted, |_| None).map_err(LifecycleError::Fault)
     }
 
@@ -639,8 +905,27 @@ impl Engine {
             deadlines: before.deadlines.clone(),
             next_generation: before.next_generation,
             created_ms: before.created_ms,
+            queue_sequence: before.queue_sequence,
+            handover: before.handover.clone(),
+            stand_ins: before.stand_ins.clone(),
+            replay_of: before.replay_of.clone(),
         };
+        if let LoggedOp::Control { seat, stand_in } = &op {
+            match stand_in {
+                Some(profile) => state.stand_ins.insert(seat.clone(), profile.clone()),
+                None => state.stand_ins.remove(seat),
+            };
+        }
+        // A seat that left the match, or a match that ended, has nobody standing in.
+        let participants = &state.position.participants;
+        state.stand_ins.retain(|seat, _| participants.get(seat).is_some_and(Participant::is_active));
+        if state.position.result.is_some() {
+            state.stand_ins.clear();
+        }
         apply_counters(&mut state, &before.position.flow, before.position.result.as_ref(), bump);
+        if let LoggedOp::Command { sequence: Some(sequence), .. } = &op {
+            state.queue_sequence = *sequence;
+        }
         if let Some(id) = consumed_deadline {
             state.deadlines.remove(&id);
         }
@@ -676,6 +961,70 @@ struct Accepted<'a> {
     /// checked and published it when they first decided it, and `Engine::restore` checks the
     /// position its tail ends at.
     fresh: bool,
+}
+
+/// What a creation sets beyond game, seats and config.
+struct Setup {
+    /// Asked for at creation; `None`: the game's default.
+    handover: Option<Handover>,
+    replay_of: Option<ReplayOf>,
+}
+
+/// A hand-over policy `d`'s game can follow: a declared bot, a grace within
+/// [`Handover::AFTER_MS`].
+fn check_handover(handover: &Handover, d: &juegoland_sdk::Descriptor) -> Result<(), String> {
+    if let Handover::Bot { after_ms, profile } = handover {
+        if !d.bots.contains(profile) {
+            return Err(format!("handover.profile: {} has no bot {profile:?} (bots: {})", d.id, d.bots.join(", ")));
+        }
+        if !Handover::AFTER_MS.contains(after_ms) {
+            let (lo, hi) = (Handover::AFTER_MS.start(), Handover::AFTER_MS.end());
+            return Err(format!("handover.afterMs: {after_ms} is not in {lo}..={hi}"));
+        }
+    }
+    Ok(())
+}
+
+/// The transition that changes nothing (a seat changing hands): the same position, flow and
+/// no events.
+fn unchanged(game: &LoadedGame, state: &MatchState) -> Result<ErasedTransition, Fault> {
+    let next = game.game.decode_position(&state.position).map_err(|e| Fault(e.to_string()))?;
+    let events = game.game.decode_events(&[]).map_err(|e| Fault(e.to_string()))?;
+    Ok(ErasedTransition { next, flow: state.position.flow.clone(), result: None, events, deadlines: Vec::new() })
+}
+
+/// The lifecycle request a logged lifecycle operation was decided from.
+fn lifecycle_of(op: &LoggedOp) -> Option<LifecycleRequest> {
+    Some(match op {
+        LoggedOp::Lifecycle { event: Lifecycle::Withdrawal { seat }, generation: None } => {
+            LifecycleRequest::Withdraw { seat: seat.clone() }
+        }
+        LoggedOp::Lifecycle { event: Lifecycle::DeadlineExpired { id, .. }, generation: Some(generation) } => {
+            LifecycleRequest::FireDeadline { id: id.clone(), generation: *generation }
+        }
+        LoggedOp::Cancel { reason_code } => LifecycleRequest::Cancel { reason_code: reason_code.clone() },
+        LoggedOp::Control { seat, stand_in } => {
+            LifecycleRequest::Control { seat: seat.clone(), stand_in: stand_in.clone() }
+        }
+        _ => return None,
+    })
+}
+
+/// A reason code no game gives its own results: the platform's cancellations live under
+/// `platform.`.
+const PLATFORM_CANCELLATION: &str = "platform.cancelled";
+
+/// Whether `reason_code` is one the game keeps for results of its own: `t`, the position
+/// `before` cancelled under it, fails the rules' invariants with it, but passes them with a platform code. A
+/// game's invariants may tie its own cancellation reasons to how its match got there (Hundido's
+/// `abandoned`: both seats ran out of time), so a platform cancellation under such a code
+/// would make a position those invariants call corrupt; it is refused instead (found by the
+/// `game_commands` fuzz target).
+fn reserved_reason(game: &LoadedGame, before: &LoadedPosition, t: &ErasedTransition, reason_code: &str) -> bool {
+    let valid = |t: &ErasedTransition| {
+        guarded("validate_position", || game.game.validate_position(&t.next).map_err(|e| RuleError::fault(e.0))).is_ok()
+    };
+    reason_code != PLATFORM_CANCELLATION && !valid(t) && valid(&game.game.cancelled(before, PLATFORM_CANCELLATION))
 }
 
 /// Runs `on_lifecycle` for a withdrawal or a fired deadline.
@@ -723,7 +1072,11 @@ fn check_precondition(
                 Ok(())
             }
         }
-        // A precondition of the wrong kind was not built from an offer of this action.
+        // Ordered by arrival; the rules judge it against the state it meets.
+        (ConflictPolicy::Queue, Precondition::Queue) => Ok(()),
+        // A precondition of the wrong kind was not built from an offer of this action: a
+        // `queue` action refuses `match` and `actor` preconditions, and the other two refuse
+        // `queue`.
         _ => Err(RejectionCode::IllegalAction),
     }
 }
@@ -735,6 +1088,9 @@ enum Bump<'a> {
     Actor(&'a str),
     /// A `match` action or a lifecycle event (rule 2).
     Barrier,
+    /// A change of who plays a seat: the position is the same, so no counter but the
+    /// revision moves.
+    Quiet,
 }
 
 /// Applies the counter rules 1–4. `state.revision` is already incremented.
@@ -745,6 +1101,7 @@ fn apply_counters(state: &mut MatchState, before_flow: &Flow, before_result: Opt
         || after.turn != before_flow.turn
         || state.position.result.as_ref() != before_result;
     let barrier = match bump {
+        Bump::Quiet => return,
         Bump::Barrier => true,
         Bump::Actor(seat) => {
             // Rule 3: changing one's own stage keeps independence; enabling, disabling or

@@ -68,6 +68,7 @@ fn precondition(state: &MatchState, seat: Option<&str>, policy: ConflictPolicy) 
             phase_epoch: state.phase_epoch,
             actor_revision: seat.and_then(|s| state.actor_revisions.get(s)).copied().unwrap_or(0),
         },
+        ConflictPolicy::Queue => Precondition::Queue,
     }
 }
 
@@ -163,6 +164,7 @@ pub(crate) fn build_snapshot(
         actions: offers(game, state, loaded, recipient)?,
         result: projection.result,
         events,
+        controllers: state.controllers(),
     }));
     Ok(snapshot)
 }
@@ -175,7 +177,9 @@ pub(crate) fn check_size(game: &LoadedGame, size: usize, limits: &Limits) -> Res
     Ok(())
 }
 
-/// The publications of an accepted revision: one snapshot per seat, built from THIS
+/// The publications of an accepted revision: one snapshot per seat and, when the game
+/// defines a spectator projection ([`juegoland_sdk::Game::spectators`]), one for spectators
+/// (recipient `None`: its view, its visible events, no offers), all built from THIS
 /// revision's state (never a later re-read).
 pub(crate) fn publications(
     game: &LoadedGame,
@@ -185,24 +189,32 @@ pub(crate) fn publications(
     limits: &Limits,
 ) -> Result<Vec<Publication>, Fault> {
     let mut previous: Option<ServerMessage> = None;
-    let mut out = Vec::with_capacity(after.seats.len());
-    for seat in after.seats.keys() {
+    let spectators = game.game.spectators().then_some(Recipient::Spectator);
+    let mut out = Vec::with_capacity(after.seats.len() + usize::from(spectators.is_some()));
+    for recipient in after.seats.keys().map(|seat| Recipient::Seat(seat)).chain(spectators) {
         let known_valid_view = match &previous {
             Some(ServerMessage::Snapshot(s)) => Some(&s.view),
             _ => None,
         };
-        let snapshot =
-            build_snapshot(game, after, &t.next, Some((before_loaded, t)), Recipient::Seat(seat), known_valid_view)?;
+        let snapshot = build_snapshot(game, after, &t.next, Some((before_loaded, t)), recipient, known_valid_view)?;
+        if recipient == Recipient::Spectator && has_offers(&snapshot) {
+            return Err(Fault(format!("{} offered actions to spectators", game.descriptor().id)));
+        }
         let encoded = juegoland_protocol::encode(&snapshot);
         check_size(game, encoded.len(), limits)?;
         out.push(Publication {
             match_id: after.match_id,
             revision: after.revision,
-            recipient: Some(seat.clone()),
+            recipient: recipient.seat().map(str::to_owned),
             encoded: encoded.into(),
             trace_context: None,
         });
         previous = Some(snapshot);
     }
     Ok(out)
+}
+
+/// Whether a snapshot offers any action (a spectator's never does: it sends no commands).
+pub(crate) fn has_offers(snapshot: &ServerMessage) -> bool {
+    matches!(snapshot, ServerMessage::Snapshot(s) if !s.actions.is_empty())
 }

@@ -119,6 +119,14 @@ impl Registry {
         if d.min_seats == 0 || d.min_seats > d.max_seats {
             return Err(bad(format!("seat range {}..={} is empty", d.min_seats, d.max_seats)));
         }
+        if let Some(agents) = &d.agents {
+            agents.check().map_err(|message| bad(format!("virtual players: {message}")))?;
+        }
+        let reserved = |b: &str| crate::state::RESERVED_PREFIXES.iter().any(|p| b.starts_with(p));
+        if let Some(bot) = d.bots.iter().find(|b| b.is_empty() || reserved(b)) {
+            let prefixes = crate::state::RESERVED_PREFIXES.join("\", \"");
+            return Err(bad(format!("bot profile {bot:?} is empty or starts with one of \"{prefixes}\"")));
+        }
         for phase in &d.phases {
             for stage in &phase.stages {
                 if let Some(unknown) = stage.actions.iter().find(|t| d.action(t).is_none()) {
@@ -166,9 +174,15 @@ impl Registry {
 /// is compiled in, so this is the digest of its contract, not of its code: a behaviour change
 /// must still bump `rulesVersion` (spec: engine.md, Versions). A contract change without a
 /// bump is caught when a pinned match is loaded or replayed.
+///
+/// The agent declaration (`Descriptor::agents`) is left out: it says who may answer a seat and
+/// what an agent is told, not what the rules decide, so its instructions and limits may be
+/// improved without stranding the matches pinned to the module (docs/decisions.md, "agent
+/// seats").
 pub fn rules_digest(descriptor: &Descriptor, schemas: &Schemas) -> String {
+    let contract = Descriptor { agents: None, ..descriptor.clone() };
     let manifest = serde_json::json!({
-        "descriptor": descriptor,
+        "descriptor": contract,
         "schemas": {
             "config": schemas.config,
             "data": schemas.data,
@@ -181,6 +195,6 @@ pub fn rules_digest(descriptor: &Descriptor, schemas: &Schemas) -> String {
     juegoland_protocol::digest_hex(&manifest)
 }
 
-fn version_parts(v: &str) -> Vec<u64> {
+pub(crate) fn version_parts(v: &str) -> Vec<u64> {
     v.split(['.', '-']).map(|p| p.parse().unwrap_or(0)).collect()
 }

@@ -76,6 +76,14 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         if entry.revision != expected {
             return Err(ReplayError::RevisionGap { index: i + 1, expected, found: entry.revision });
         }
+        if let LoggedOp::Control { .. } = &entry.op {
+            // A seat changed hands: the position stays as it was.
+            carry(expected, &mut position, &mut span, &mut spans)?;
+            if expected == stored.revision {
+                same_state(&*span.1, &position, stored)?;
+            }
+            continue;
+        }
         let g = span.1.clone();
         let mut services = Services::new(entry.instant_ms, Randomness::replay(&entry.trace));
         let result: Result<_, RuleError> = match &entry.op {
@@ -91,6 +99,7 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
                 g.on_lifecycle(&position, event, &mut services)
             }
             LoggedOp::Cancel { reason_code } => Ok(g.cancelled(&position, reason_code)),
+            LoggedOp::Control { .. } => return Err(diverged(expected, "a hand-over is no rules decision".into())),
         };
         let t = result.map_err(|e| diverged(expected, e.to_string()))?;
         services.finish().map_err(|e| diverged(expected, e.to_string()))?;

@@ -28,13 +28,38 @@ pub struct PackagePin {
     pub lock_digest: String,
 }
 
-/// Who sits in a seat: a platform principal or a built-in bot profile.
+/// Who sits in a seat: a platform principal, a built-in bot profile, an AI agent of a profile
+/// the game declares (`Descriptor::agents`, played by whoever holds the platform's agent grant
+/// for that seat), or the replay script of a replay match ([`ReplayOf`]), which plays every
+/// seat of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum SeatHolder {
     Principal(String),
     Bot(String),
+    Replay,
+    Agent(String),
 }
+
+/// What a replay match plays back: a stored match's decisions, at `speed_percent` of their
+/// original pace (100: as they were played), every revision decided with the stored one's
+/// randomness trace and its instant shifted by the time between the two creations, so the
+/// rules decide each exactly as they did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplayOf {
+    pub source: Uuid,
+    pub speed_percent: u32,
+}
+
+impl ReplayOf {
+    /// The speeds a replay may be played at: a tenth of the original pace to a hundred times.
+    pub const SPEED_PERCENT: std::ops::RangeInclusive<u32> = 10..=10_000;
+}
+
+/// What answers a seat's "your move?" now: what [`MatchState::controller`] tells the
+/// platform, the metrics and every recipient's snapshot (`controllers`).
+pub use juegoland_protocol::ControllerKind;
 
 /// A persisted deadline: the current generation of the intention `id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -76,19 +101,67 @@ pub struct MatchState {
     /// The next deadline generation to hand out; generations never repeat within a match.
     pub next_generation: u64,
     pub created_ms: i64,
+    /// The command sequence of the last `queue` command accepted (applied) in this match;
+    /// 0 for a match that never had one (and absent from its JSON). A final rejection's
+    /// sequence lives only in its receipt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queue_sequence: u64,
+    /// The match's hand-over policy (the game's default or the creation's choice); absent
+    /// (off) for matches stored before hand-over existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<juegoland_sdk::Handover>,
+    /// The seats a built-in bot plays while their humans are away, or for an agent seat
+    /// past its think time (seat → bot profile): each taken and handed back by a revision of
+    /// its own ([`LoggedOp::Control`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stand_ins: BTreeMap<Seat, String>,
+    /// Set on a replay match: the stored match it plays back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<ReplayOf>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The principal under which a bot seat's commands are receipted: `bot:<seat>`. Platform
 /// principals may not start with it (creation refuses them).
 pub const BOT_PREFIX: &str = "bot:";
 
+/// The principal under which a replay match's script commands are receipted:
+/// `replay:<seat>`. Platform principals may not start with it.
+pub const REPLAY_PREFIX: &str = "replay:";
+
+/// The principal under which an agent seat's commands are receipted: `agent:<seat>` (the
+/// principal of the platform's agent grant for that seat). Platform principals may not start
+/// with it (creation refuses them).
+pub const AGENT_PREFIX: &str = "agent:";
+
+/// The prefixes of the principals the engine itself acts under (or grants); no platform
+/// principal starts with one.
+pub const RESERVED_PREFIXES: [&str; 3] = [BOT_PREFIX, REPLAY_PREFIX, AGENT_PREFIX];
+
 impl MatchState {
     /// The seat a principal holds in this match, if any. A bot seat `pN` is held by the
-    /// principal `bot:pN`.
+    /// principal `bot:pN` (also while a bot stands in for its away human), an agent seat by
+    /// `agent:pN`, a replay match's seat by `replay:pN`.
     pub fn seat_of(&self, principal: &str) -> Option<&str> {
         if let Some(seat) = principal.strip_prefix(BOT_PREFIX) {
             return match self.seats.get_key_value(seat) {
                 Some((seat, SeatHolder::Bot(_))) => Some(seat.as_str()),
+                Some((seat, _)) if self.stand_ins.contains_key(seat) => Some(seat.as_str()),
+                _ => None,
+            };
+        }
+        if let Some(seat) = principal.strip_prefix(REPLAY_PREFIX) {
+            return match self.seats.get_key_value(seat) {
+                Some((seat, SeatHolder::Replay)) => Some(seat.as_str()),
+                _ => None,
+            };
+        }
+        if let Some(seat) = principal.strip_prefix(AGENT_PREFIX) {
+            return match self.seats.get_key_value(seat) {
+                Some((seat, SeatHolder::Agent(_))) => Some(seat.as_str()),
                 _ => None,
             };
         }
@@ -96,6 +169,34 @@ impl MatchState {
             SeatHolder::Principal(p) if p == principal => Some(seat.as_str()),
             _ => None,
         })
+    }
+
+    /// The bot profile that answers for `seat` now: its own bot's, or a stand-in's.
+    pub fn bot_of(&self, seat: &str) -> Option<&str> {
+        match self.seats.get(seat)? {
+            SeatHolder::Bot(profile) => Some(profile),
+            _ => self.stand_ins.get(seat).map(String::as_str),
+        }
+    }
+
+    /// What answers `seat`'s "your move?" now.
+    pub fn controller(&self, seat: &str) -> Option<ControllerKind> {
+        Some(match self.seats.get(seat)? {
+            SeatHolder::Principal(_) if self.stand_ins.contains_key(seat) => ControllerKind::Handover,
+            SeatHolder::Principal(_) => ControllerKind::Human,
+            SeatHolder::Bot(_) => ControllerKind::Bot,
+            SeatHolder::Replay => ControllerKind::Replay,
+            SeatHolder::Agent(_) if self.stand_ins.contains_key(seat) => ControllerKind::Handover,
+            SeatHolder::Agent(_) => ControllerKind::Agent,
+        })
+    }
+
+    /// Every seat's controller, when some seat is not played by its human (what snapshots
+    /// carry as `controllers`); `None` when humans play every seat.
+    pub fn controllers(&self) -> Option<BTreeMap<Seat, ControllerKind>> {
+        let all: BTreeMap<Seat, ControllerKind> =
+            self.seats.keys().filter_map(|seat| Some((seat.clone(), self.controller(seat)?))).collect();
+        all.values().any(|k| *k != ControllerKind::Human).then_some(all)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -152,10 +253,41 @@ pub struct ReceiptKey {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "camelCase", deny_unknown_fields)]
 pub enum ReceiptOutcome {
-    /// Accepted: the revision it produced.
-    Applied { revision: u64 },
-    /// A final business rejection, at the revision it was judged against.
-    Rejected { code: RejectionCode, revision: u64 },
+    /// Accepted: the revision it produced, and a `queue` command's sequence.
+    Applied {
+        revision: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
+    },
+    /// A final business rejection, at the revision it was judged against, and a `queue`
+    /// command's sequence.
+    Rejected {
+        code: RejectionCode,
+        revision: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
+    },
+}
+
+impl ReceiptOutcome {
+    /// An applied outcome of a `match` or `actor` command.
+    pub fn applied(revision: u64) -> Self {
+        Self::Applied { revision, sequence: None }
+    }
+
+    /// The command sequence of a `queue` command's receipt.
+    pub fn sequence(&self) -> Option<u64> {
+        match self {
+            Self::Applied { sequence, .. } | Self::Rejected { sequence, .. } => *sequence,
+        }
+    }
+
+    /// The revision it produced (applied) or was judged against (rejected).
+    pub fn revision(&self) -> u64 {
+        match self {
+            Self::Applied { revision, .. } | Self::Rejected { revision, .. } => *revision,
+        }
+    }
 }
 
 /// A stored receipt: kept for accepted commands and final business rejections, for the
@@ -174,9 +306,10 @@ impl Receipt {
     pub fn ack(&self, duplicate: bool) -> ServerMessage {
         let k = &self.key;
         let ack = match &self.outcome {
-            ReceiptOutcome::Applied { revision } => Ack::applied(k.match_id, k.command_id, *revision),
+            ReceiptOutcome::Applied { revision, .. } => Ack::applied(k.match_id, k.command_id, *revision),
             ReceiptOutcome::Rejected { code, .. } => Ack::rejected(k.match_id, k.command_id, *code),
         };
+        let ack = ack.with_sequence(self.outcome.sequence());
         ServerMessage::Ack(Ack { duplicate, ..ack })
     }
 }
@@ -195,6 +328,9 @@ pub enum LoggedOp {
         precondition: Precondition,
         action_type: String,
         payload: Value,
+        /// A `queue` command's sequence (replay reproduces it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence: Option<u64>,
     },
     Lifecycle {
         event: Lifecycle,
@@ -204,6 +340,23 @@ pub enum LoggedOp {
     Cancel {
         reason_code: String,
     },
+    /// A seat changed hands (hand-over, or an agent past its think time): `stand_in` is the
+    /// bot profile that plays it from this revision on, `None` when its human or agent has
+    /// it back. The rules are not consulted and
+    /// the position does not change.
+    Control {
+        seat: Seat,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stand_in: Option<String>,
+    },
+}
+
+impl LoggedOp {
+    /// Whether the operation is a decision of the match (what a replay plays back): every
+    /// operation but its creation and a seat changing hands.
+    pub fn is_decision(&self) -> bool {
+        !matches!(self, Self::Create { .. } | Self::Control { .. })
+    }
 }
 
 /// One entry of the per-match log: an accepted change with its captured instant, its

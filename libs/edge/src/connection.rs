@@ -7,12 +7,19 @@
 //! frame is one protocol message, rate limited per connection ([`RateLimit`]) and decoded
 //! strictly; bad input gets a typed `game.error` and never harms the connection's other
 //! matches. Each `game.sync` starts a subscription (`subscription.rs`) that the loop owns: an
-//! unsubscribe, or the end of the loop, stops it. A client has at most one board command
-//! pending per match (another one is answered COMMAND_PENDING); a command or a status read
+//! unsubscribe, or the end of the loop, stops it. A client has at most one `match` or `actor`
+//! board command pending per match (another one is answered COMMAND_PENDING); `queue`
+//! commands (real-time input) may be several in flight, bounded by the match's FIFO (a full
+//! one answers RATE_LIMITED), and each runs in its own task, so two sent back to back may
+//! reach the match in either order (a client that needs its own order waits for each
+//! receipt); a command or a status read
 //! runs in a task of its own until the match API answers it (the API bounds each call by its
 //! timeout), so that an answer in flight still reaches the transport's writer, which ends once
 //! every clone of the outbox is gone. The loop ends when the client closes, when its outbox
-//! overflows or when the gateway shuts down ([`Ended`]).
+//! overflows, when it keeps sending over its rate or when the gateway shuts down ([`Ended`]).
+//! A spectator's bearer may only sync the match its grant names; an agent's bearer (`Scope::Agent`) may only sync, command and read
+//! receipts of the match its grant names (its principal, `agent:<seat>`, makes the match treat
+//! it as that seat alone); anything else is FORBIDDEN.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,35 +33,61 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::{Instrument, info_span};
 use uuid::Uuid;
 
+use crate::auth::Bearer;
 use crate::gateway::{Gateway, host_error};
+use crate::limits::Refusal;
 use crate::outbox::Outbox;
-use crate::subscription::subscribe;
+use crate::subscription::{Viewer, subscribe};
 
 /// A token bucket: `rate` tokens a second up to `burst`. Hand-rolled (a dozen lines) rather
-/// than a crate because it is per connection, single-threaded and needs nothing else.
+/// than a crate because it is per connection, single-threaded and needs nothing else. Its
+/// refusals are counted too (`strikes`: each refusal adds one, the rate takes them away), so
+/// that a connection that keeps sending over its rate can be told apart from a burst.
 struct RateLimit {
     rate: f64,
     burst: f64,
     tokens: f64,
+    strikes: f64,
+    sustained: f64,
     last: tokio::time::Instant,
 }
 
+/// What the rate limit says of one message.
+#[derive(Debug, PartialEq, Eq)]
+enum Rate {
+    Allowed,
+    /// Over the rate: answered RATE_LIMITED.
+    Limited,
+    /// Over the rate for long enough: the connection is closed.
+    Sustained,
+}
+
 impl RateLimit {
-    fn new(rate: u32, burst: u32) -> Self {
+    fn new(rate: u32, burst: u32, sustained: u32) -> Self {
         let burst = f64::from(burst.max(1));
-        Self { rate: f64::from(rate), burst, tokens: burst, last: tokio::time::Instant::now() }
+        Self {
+            rate: f64::from(rate),
+            burst,
+            tokens: burst,
+            strikes: 0.0,
+            sustained: f64::from(sustained.max(1)),
+            last: tokio::time::Instant::now(),
+        }
     }
 
-    /// Takes one token; false when the connection is over its rate.
-    fn allow(&mut self) -> bool {
+    /// Takes one token, or counts a refusal.
+    fn allow(&mut self) -> Rate {
         let now = tokio::time::Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.burst);
+        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(self.burst);
+        self.strikes = (self.strikes - refill).max(0.0);
         self.last = now;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
-            true
+            Rate::Allowed
         } else {
-            false
+            self.strikes += 1.0;
+            if self.strikes > self.sustained { Rate::Sustained } else { Rate::Limited }
         }
     }
 }
@@ -68,13 +101,15 @@ struct Subscription {
 
 /// Why a connection's protocol loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ended {
+pub enum Ended {
     /// The client closed the connection (or it broke).
     Closed,
     /// The client did not read and its outgoing queue overflowed.
     Overflowed,
     /// The gateway is shutting down.
     Shutdown,
+    /// The client kept sending over its message rate (`EdgeLimits::sustained_refusals`).
+    RateSustained,
 }
 
 /// What a transport hands the protocol loop.
@@ -95,14 +130,34 @@ pub(crate) enum Frame {
 /// writer ends once every clone of `out` is gone.
 pub(crate) async fn serve_frames(
     gateway: Gateway,
-    principal: String,
+    bearer: Bearer,
     frames: impl Stream<Item = Frame>,
     out: Outbox,
 ) -> Ended {
+    let principal = bearer.principal.clone();
+    // A spectator's grant: it syncs the one match it names as a spectator, and nothing else.
+    let spectating = bearer.spectating();
+    let spectator_only = || {
+        gateway.metrics.errors.with_label_values(&[ErrorCode::Forbidden.as_str()]).inc();
+        let mut e = ErrorMessage::new(ErrorCode::Forbidden);
+        e.message_key = juegoland_api::SPECTATOR_ONLY_KEY.to_owned();
+        e
+    };
+    // An agent's grant: it plays the one match it names, as its seat (its principal is that
+    // seat's agent principal, which the match maps to that seat alone).
+    let agent_match = bearer.agent().map(|(match_id, _)| match_id);
+    let outside_grant = |match_id: uuid::Uuid| agent_match.is_some_and(|m| m != match_id);
+    let agent_only = || {
+        gateway.metrics.errors.with_label_values(&[ErrorCode::Forbidden.as_str()]).inc();
+        let mut e = ErrorMessage::new(ErrorCode::Forbidden);
+        e.message_key = juegoland_api::AGENT_ONLY_KEY.to_owned();
+        e
+    };
     let mut frames = std::pin::pin!(frames);
     let mut subscriptions: HashMap<String, Subscription> = HashMap::new();
     let pending: Arc<pending::PendingSet> = Arc::default();
-    let mut limit = RateLimit::new(gateway.config.messages_per_second, gateway.config.burst);
+    let limits = &gateway.config.limits;
+    let mut limit = RateLimit::new(limits.messages_per_second, limits.burst, limits.sustained_refusals);
     let shutdown = gateway.config.shutdown.clone();
     let mut ended = Ended::Closed;
 
@@ -122,10 +177,21 @@ pub(crate) async fn serve_frames(
                 None => break,
             },
         };
-        if matches!(frame, Frame::Text { .. } | Frame::Unreadable) && !limit.allow() {
-            gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
-            out.send(&ErrorMessage::new(ErrorCode::RateLimited).into());
-            continue;
+        if matches!(frame, Frame::Text { .. } | Frame::Unreadable) {
+            match limit.allow() {
+                Rate::Allowed => {}
+                Rate::Limited => {
+                    Refusal::RateLimited.count(&gateway.metrics.refused);
+                    gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
+                    out.send(&ErrorMessage::new(ErrorCode::RateLimited).into());
+                    continue;
+                }
+                Rate::Sustained => {
+                    Refusal::RateSustained.count(&gateway.metrics.refused);
+                    ended = Ended::RateSustained;
+                    break;
+                }
+            }
         }
         let (bytes, named) = match &frame {
             Frame::Text { bytes, named } => (bytes, *named),
@@ -152,13 +218,48 @@ pub(crate) async fn serve_frames(
         }
         gateway.metrics.messages.with_label_values(&[msg.message_type()]).inc();
         match msg {
+            ClientMessage::Sync(req) if spectating.is_some_and(|m| m != req.match_id) => {
+                out.send(&spectator_only().with_match_id(req.match_id).with_request_id(req.request_id).into());
+            }
+            ClientMessage::Command(envelope) if spectating.is_some() => {
+                let e = spectator_only().with_match_id(envelope.match_id).with_command_id(envelope.command_id);
+                out.send(&e.into());
+            }
+            ClientMessage::CommandStatus(req) if spectating.is_some() => {
+                out.send(&spectator_only().with_match_id(req.match_id).with_command_id(req.command_id).into());
+            }
+            ClientMessage::Sync(req) if outside_grant(req.match_id) => {
+                out.send(&agent_only().with_match_id(req.match_id).with_request_id(req.request_id).into());
+            }
+            ClientMessage::Command(envelope) if outside_grant(envelope.match_id) => {
+                let e = agent_only().with_match_id(envelope.match_id).with_command_id(envelope.command_id);
+                out.send(&e.into());
+            }
+            ClientMessage::CommandStatus(req) if outside_grant(req.match_id) => {
+                out.send(&agent_only().with_match_id(req.match_id).with_command_id(req.command_id).into());
+            }
             ClientMessage::Sync(req) => {
                 subscriptions.retain(|_, s| !s.task.is_finished());
+                if subscriptions.len() >= limits.max_subscriptions {
+                    // Each subscription is a task fed by the bus: a connection may not pile
+                    // them up (unsubscribe first).
+                    Refusal::Subscriptions.count(&gateway.metrics.refused);
+                    gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
+                    let e = ErrorMessage::new(ErrorCode::RateLimited)
+                        .with_match_id(req.match_id)
+                        .with_request_id(req.request_id);
+                    out.send(&e.into());
+                    continue;
+                }
+                let viewer = match spectating {
+                    Some(_) => Viewer::Spectator,
+                    None => Viewer::Seat(principal.clone()),
+                };
                 let subscription_id = format!("s-{}", juegoland_api::random_uuid());
                 let match_id = req.match_id;
                 let task = AbortOnDropHandle::new(tokio::spawn(subscribe(
                     gateway.clone(),
-                    principal.clone(),
+                    viewer,
                     req,
                     subscription_id.clone(),
                     out.clone(),
@@ -167,7 +268,10 @@ pub(crate) async fn serve_frames(
             }
             ClientMessage::Command(envelope) => {
                 let (match_id, command_id) = (envelope.match_id, envelope.command_id);
-                if !pending.insert(match_id) {
+                // The one-pending-command rule is for `match` and `actor` commands; `queue`
+                // commands may be several in flight, bounded by the match's FIFO.
+                let queued = envelope.precondition == juegoland_protocol::Precondition::Queue;
+                if !queued && !pending.insert(match_id) {
                     let e = ErrorMessage::new(ErrorCode::CommandPending)
                         .with_match_id(match_id)
                         .with_command_id(command_id);
@@ -179,7 +283,9 @@ pub(crate) async fn serve_frames(
                     (gateway.clone(), principal.clone(), out.clone(), pending.clone());
                 tokio::spawn(async move {
                     let answer = command(&gateway, &principal, envelope).await;
-                    pending.remove(match_id);
+                    if !queued {
+                        pending.remove(match_id);
+                    }
                     out.send(&answer);
                 });
             }
@@ -292,9 +398,11 @@ mod tests {
             futures::stream::iter((0..10).map(|_| Frame::Text { bytes: Bytes::from_static(b"not json"), named: None }))
                 .chain(futures::stream::pending());
         let (out, _rx) = Outbox::channel(4);
-        let ended =
-            tokio::time::timeout(Duration::from_secs(5), serve_frames(h.gateway.clone(), "alice".into(), frames, out))
-                .await;
+        let ended = tokio::time::timeout(
+            Duration::from_secs(5),
+            serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out),
+        )
+        .await;
         assert_eq!(ended.ok(), Some(Ended::Overflowed));
     }
 }

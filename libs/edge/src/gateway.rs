@@ -13,6 +13,7 @@ use juegoland_protocol::ErrorMessage;
 use tracing::warn;
 use uuid::Uuid;
 
+use crate::limits::{Connections, EdgeLimits};
 use crate::metrics::EdgeMetrics;
 use crate::shutdown::Shutdown;
 
@@ -31,15 +32,14 @@ pub const CURSOR_GRACE: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug)]
 pub struct GatewayConfig {
     pub cursor_interval: Duration,
-    /// Outgoing messages queued per connection (WebSocket: waiting for the socket; Socket.IO:
-    /// also socketioxide's buffer of the session). A client that lets the queue overflow does
-    /// not read, and is disconnected. Default 256.
-    pub outgoing_queue: usize,
-    /// Client messages per second each connection may send on average; above it they are
-    /// answered with `RATE_LIMITED` (retry the same command) and not processed.
-    pub messages_per_second: u32,
-    /// How many messages a connection may send in a burst above the average.
-    pub burst: u32,
+    /// What a client may do before it is refused or closed (connections, timeouts, queue,
+    /// sizes, rate).
+    pub limits: EdgeLimits,
+    /// How often a seat's open subscription tells its match again that its human is here
+    /// (`juegoland_api::PRESENCE_RENEW`): the match forgets a presence not renewed within
+    /// its lease (`juegoland_api::PRESENCE_LEASE`), so a gateway that dies without telling
+    /// cannot keep a seat counted present.
+    pub presence_renew: Duration,
     /// Closes the connections when the process stops.
     pub shutdown: Shutdown,
 }
@@ -48,9 +48,8 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
             cursor_interval: Duration::from_secs(15),
-            outgoing_queue: 256,
-            messages_per_second: 50,
-            burst: 100,
+            limits: EdgeLimits::default(),
+            presence_renew: juegoland_api::PRESENCE_RENEW,
             shutdown: Shutdown::default(),
         }
     }
@@ -62,6 +61,8 @@ pub(crate) struct Gateway {
     pub bus: Arc<dyn Bus>,
     pub metrics: EdgeMetrics,
     pub config: GatewayConfig,
+    /// The open client connections, counted against `config.limits`.
+    pub connections: Connections,
 }
 
 /// The `game.error` that answers a failed match API call, counted (and logged unless the match

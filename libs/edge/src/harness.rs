@@ -86,9 +86,10 @@ impl GatedMatches {
             actions: Vec::new(),
             result: None,
             events: Vec::new(),
+            controllers: None,
         };
         SyncReply {
-            seat: "p0".into(),
+            seat: Some("p0".into()),
             revision,
             game: GameKey { id: "g".into(), rules_version: "1".into() },
             view_schema_version: 1,
@@ -110,7 +111,8 @@ impl Harness {
         let matches = GatedMatches::new();
         let bus = Arc::new(LocalBus::default());
         let metrics = EdgeMetrics::new(&prometheus::Registry::new()).expect("metrics");
-        let gateway = Gateway { matches: matches.clone(), bus: bus.clone(), metrics, config };
+        let gateway =
+            Gateway { matches: matches.clone(), bus: bus.clone(), metrics, config, connections: Default::default() };
         Harness { matches, bus, gateway, match_id: Uuid::from_u128(0x5eed) }
     }
 
@@ -124,7 +126,7 @@ impl Harness {
         let frames = futures::stream::iter([Frame::Text { bytes: Bytes::from(sync.to_string()), named: None }])
             .chain(futures::stream::pending());
         let (out, rx) = Outbox::channel(queue);
-        (tokio::spawn(serve_frames(self.gateway.clone(), "alice".into(), frames, out)), rx)
+        (tokio::spawn(serve_frames(self.gateway.clone(), crate::auth::Bearer::seats("alice"), frames, out)), rx)
     }
 
     /// Publishes revision `revision` for both seats, p0's carrying `padding` bytes.

@@ -1,5 +1,5 @@
 //! The HTTP surface: the catalog, the platform's create/withdraw calls, dev tokens, the
-//! WebSocket upgrade, the Socket.IO layer, the page, metrics and health, and the public files
+//! WebSocket upgrade, the Socket.IO layer, the web client (`assets.rs`), metrics and health, and the public files
 //! of published packages.
 //!
 //! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
@@ -17,19 +17,21 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::http::{Method, Uri};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use juegoland_api::{MatchError, Matches};
+use juegoland_api::{Created, MatchDirectory, MatchError, MatchQuery, Matches};
 use juegoland_bus::Bus;
-use juegoland_core::{GameKey, LifecycleRequest, SeatHolder};
-use juegoland_packages::public::{PublicError, public_file, public_lock};
+use juegoland_core::{GameChoice, LifecycleRequest, SeatHolder};
+use juegoland_packages::public::{PublicError, public_file, public_lock, published_game_manifest, published_versions};
+use juegoland_sdk::Handover;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::auth::Tokens;
 use crate::gateway::{Gateway, GatewayConfig};
+use crate::limits::{EdgeLimits, RETRY_AFTER_SECONDS, RemoteAddr};
 use crate::metrics::EdgeMetrics;
 
 /// Everything the HTTP surface needs.
@@ -53,10 +55,17 @@ struct Inner {
     platform_token: Option<String>,
     /// The registry of published packages whose public files are served.
     packages: Option<PathBuf>,
+    /// Where `GET /v1/matches` lists matches; `None` serves no listing.
+    directory: Option<Arc<dyn MatchDirectory>>,
+    /// The limits of the gateway's settings (the server's head timeout applies without a
+    /// gateway too).
+    limits: EdgeLimits,
+    /// `juegoland_edge_refused_total`.
+    refused: prometheus::IntCounterVec,
 }
 
 /// Options of the edge.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct EdgeOptions {
     pub dev: bool,
     /// Whether the platform's calls (create, withdraw) are served here: by the all-in-one
@@ -67,6 +76,9 @@ pub struct EdgeOptions {
     /// Serve the public files of the packages published in this registry directory
     /// (`GET /v1/packages/{id}/{version}` and `…/{path}`); `None` serves none.
     pub packages: Option<PathBuf>,
+    /// Where the platform API lists matches (`GET /v1/matches`, with `platform_api`): the
+    /// store; `None` serves no listing.
+    pub directory: Option<Arc<dyn MatchDirectory>>,
 }
 
 impl EdgeState {
@@ -79,7 +91,14 @@ impl EdgeState {
         options: EdgeOptions,
     ) -> prometheus::Result<Self> {
         let metrics = EdgeMetrics::new(&registry)?;
-        let gateway = bus.map(|bus| Gateway { matches: matches.clone(), bus, metrics, config: options.gateway });
+        let (limits, refused) = (options.gateway.limits.clone(), metrics.refused.clone());
+        let gateway = bus.map(|bus| Gateway {
+            matches: matches.clone(),
+            bus,
+            metrics,
+            config: options.gateway,
+            connections: Default::default(),
+        });
         Ok(Self {
             inner: Arc::new(Inner {
                 matches,
@@ -90,48 +109,57 @@ impl EdgeState {
                 platform_api: options.platform_api,
                 platform_token: options.platform_token,
                 packages: options.packages,
+                directory: options.directory,
+                limits,
+                refused,
             }),
         })
     }
-}
 
-/// What the edge serves on: `listener`, each accepted connection with TCP_NODELAY. Without
-/// it, a server message written right after another waits for the client's acknowledgement
-/// of the first (Nagle), which a client delays by up to 40 ms (delayed ACK): that was most of
-/// the all-in-one's move → view p50 (docs/benchmarks.md, issue 18).
-pub fn listener(
-    listener: tokio::net::TcpListener,
-) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
-    fn no_delay(stream: &mut tokio::net::TcpStream) {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-        }
+    /// The edge's limits.
+    pub(crate) fn limits(&self) -> &EdgeLimits {
+        &self.inner.limits
     }
-    axum::serve::ListenerExt::tap_io(listener, no_delay as fn(&mut tokio::net::TcpStream))
+
+    /// The counter of clients refused or closed by a limit.
+    pub(crate) fn refused(&self) -> prometheus::IntCounterVec {
+        self.inner.refused.clone()
+    }
 }
 
 /// The router of the whole edge.
 pub fn router(state: EdgeState) -> Router {
     let mut r = Router::new()
-        .route("/", get(page))
+        .route("/", get(client_file))
+        .route("/assets/{*path}", get(client_file))
+        .route("/games/{*path}", get(client_file))
         .route("/v1/games", get(games))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
     if state.inner.platform_api {
         r = r
-            .route("/v1/matches", post(create_match))
+            .route("/v1/matches", post(create_match).get(list_matches))
+            .route("/v1/matches/{id}", get(describe))
+            .route("/v1/feed", get(feed))
             .route("/v1/matches/{id}/withdrawals", post(withdraw))
+            .route("/v1/matches/{id}/spectators", post(grant_spectator))
+            .route("/v1/matches/{id}/replays", post(create_replay))
+            .route("/v1/matches/{id}/agents", post(grant_agent))
             .route("/v1/matches/{id}/cancellation", post(cancel));
     }
-    if state.inner.gateway.is_some() {
-        r = r.route("/v1/ws", get(ws));
+    if let Some(gateway) = &state.inner.gateway {
+        // The MCP server for AI agents: every request carries an agent's grant.
+        let auth = axum::middleware::from_fn_with_state(state.inner.tokens.clone(), crate::mcp::authenticate);
+        let mcp = tower::ServiceBuilder::new().layer(auth).service(crate::mcp::service(gateway.clone()));
+        r = r.route("/v1/ws", get(ws)).nest_service("/v1/mcp", mcp);
     }
     if state.inner.dev {
         r = r.route("/v1/dev/tokens", post(dev_token));
     }
     if state.inner.packages.is_some() {
         r = r
+            .route("/v1/packages/{id}", get(package_versions))
             .route("/v1/packages/{id}/{version}", get(package_lock))
             .route("/v1/packages/{id}/{version}/{*path}", get(package_file));
     }
@@ -213,6 +241,22 @@ async fn public_package<T: Send + 'static>(
             Err(internal())
         }
     }
+}
+
+/// `GET /v1/packages/{id}`: the package's published versions, newest first, each with its
+/// kind, its rules version (a game's) and the lock digest a match created on it pins.
+async fn package_versions(State(state): State<EdgeState>, Path(id): Path<String>) -> Result<Response, Problem> {
+    let what = format!("package {id}");
+    let versions = public_package(&state, what, {
+        let id = id.clone();
+        move |registry| published_versions(registry, &id)
+    })
+    .await?;
+    if versions.is_empty() {
+        return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no public package {id}")));
+    }
+    // A new publication changes the list: clients revalidate.
+    Ok(([(header::CACHE_CONTROL, "no-cache")], Json(json!({ "id": id, "versions": versions }))).into_response())
 }
 
 /// `GET /v1/packages/{id}/{version}`: the package's lock with only its public files.
@@ -307,7 +351,9 @@ fn match_problem(e: MatchError, match_id: Option<Uuid>) -> Problem {
             }
         }
         MatchError::NotFound => problem(status, code, "no such match"),
-        MatchError::NotOwner(_) | MatchError::Unavailable(_) => problem(status, code, "retry later"),
+        MatchError::NotOwner(_) | MatchError::Unavailable(_) | MatchError::RateLimited(_) => {
+            problem(status, code, "retry later")
+        }
         MatchError::Invalid(m) => problem(status, code, m),
         MatchError::Internal(m) => {
             tracing::error!(match_id = ?match_id, error = %m, "match operation failed");
@@ -328,8 +374,12 @@ fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Pro
     }
 }
 
-async fn page() -> Html<&'static str> {
-    Html(include_str!("../assets/index.html"))
+/// The web client's embedded files (`assets.rs`): `/`, `/assets/…`, `/games/…`.
+async fn client_file(method: Method, uri: Uri, headers: HeaderMap) -> Response {
+    match crate::assets::serve(uri.path(), &headers) {
+        Some(response) => response,
+        None => no_route(method, uri).await.into_response(),
+    }
 }
 
 #[derive(Serialize)]
@@ -345,15 +395,52 @@ struct CatalogEntry<'a> {
     min_seats: u32,
     max_seats: u32,
     bots: &'a [String],
+    /// The seats AI agents may play (profiles, modes, difficulties, limits, instructions);
+    /// `null` when the game declares none.
+    agents: Option<&'a juegoland_sdk::VirtualPlayers>,
+    /// Whether the game defines a spectator projection (so the platform may grant spectators,
+    /// `POST /v1/matches/{id}/spectators`).
+    spectators: bool,
+    /// Who plays a seat whose human is away, unless a creation says otherwise (`handover`).
+    handover: Handover,
     actions: Vec<&'a str>,
+    /// The JSON Schema a creation's `config` must match.
+    config_schema: &'a Value,
+    /// What an empty `config` means (`null` when the game requires some of it).
+    default_config: Value,
+    /// The game's name by language (`game.title` of the newest package published for these
+    /// rules), and that package's version; `null` and `null` when none is published here.
+    names: Option<BTreeMap<String, String>>,
+    package_version: Option<String>,
 }
 
-async fn games(State(state): State<EdgeState>) -> Response {
+/// `GET /v1/games`: every registered rules version, with what the platform needs to offer it
+/// (seats, bots, the config's schema and defaults, the published names).
+async fn games(State(state): State<EdgeState>) -> Result<Response, Problem> {
+    let registry = state.inner.matches.registry().clone();
+    let packages = state.inner.packages.clone();
+    // Reading the registry directory is file IO: off the async threads.
+    let published = tokio::task::spawn_blocking(move || {
+        registry
+            .games()
+            .map(|g| {
+                let d = g.descriptor();
+                let newest = packages.as_deref().and_then(|dir| newest_title(dir, &d.id, &d.rules_version));
+                ((d.id.clone(), d.rules_version.clone()), newest)
+            })
+            .collect::<BTreeMap<_, _>>()
+    })
+    .await
+    .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
     let registry = state.inner.matches.registry();
     let entries: Vec<CatalogEntry<'_>> = registry
         .games()
         .map(|g| {
             let d = g.descriptor();
+            let (names, package_version) = match published.get(&(d.id.clone(), d.rules_version.clone())) {
+                Some(Some((version, names))) => (Some(names.clone()), Some(version.clone())),
+                _ => (None, None),
+            };
             CatalogEntry {
                 id: &d.id,
                 version: &d.version,
@@ -364,31 +451,79 @@ async fn games(State(state): State<EdgeState>) -> Response {
                 min_seats: d.min_seats,
                 max_seats: d.max_seats,
                 bots: &d.bots,
+                agents: d.agents.as_ref(),
+                spectators: g.game.spectators(),
+                handover: g.game.handover(),
                 actions: d.actions.iter().map(|a| a.action_type.as_str()).collect(),
+                config_schema: &g.game.schemas().config,
+                default_config: g.game.decode_config(&json!({})).unwrap_or(Value::Null),
+                names,
+                package_version,
             }
         })
         .collect();
-    Json(entries).into_response()
+    Ok(Json(entries).into_response())
 }
 
-/// A seat is given to a principal (`"alice"`) or to a built-in bot (`{"bot": "default"}`).
+/// A published package version and its game's title by language.
+type Titled = (String, BTreeMap<String, String>);
+
+/// The newest package of `id` published for `rules_version` in `registry`: its version and
+/// its `game.title` by language. A registry that cannot be read names nothing (logged).
+fn newest_title(registry: &std::path::Path, id: &str, rules_version: &str) -> Option<Titled> {
+    let read = || -> Result<Option<Titled>, PublicError> {
+        let versions = published_versions(registry, id)?;
+        let Some(newest) = versions.into_iter().find(|v| v.rules_version.as_deref() == Some(rules_version)) else {
+            return Ok(None);
+        };
+        let manifest = published_game_manifest(registry, id, &newest.version)?;
+        let names = manifest
+            .translations
+            .iter()
+            .filter_map(|(language, texts)| Some((language.clone(), texts.get("game.title")?.clone())))
+            .collect();
+        Ok(Some((newest.version, names)))
+    };
+    match read() {
+        Ok(found) => found,
+        Err(PublicError::NotFound) => None,
+        Err(e) => {
+            tracing::error!(error = %e, game = id, "read the published package for the catalog");
+            None
+        }
+    }
+}
+
+/// A seat is given to a principal (`"alice"`), to a built-in bot (`{"bot": "default"}`) or
+/// to an AI agent of a profile the game declares (`{"agent": "default"}`, played through
+/// `POST /v1/matches/{id}/agents`).
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum SeatSpec {
     Principal(String),
     Bot { bot: String },
+    Agent { agent: String },
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CreateMatch {
     game: String,
-    /// A pinned rules version; the newest registered one by default.
+    /// A rules version; by default the rules of the newest published package this engine
+    /// runs, else the newest registered rules version.
     #[serde(default)]
     rules_version: Option<String>,
+    /// A published package version to pin (`GET /v1/packages/{game}` lists them); by
+    /// default the newest one published for the rules version.
+    #[serde(default)]
+    package_version: Option<String>,
     seats: BTreeMap<String, SeatSpec>,
     #[serde(default = "empty_object")]
     config: Value,
+    /// Who plays a seat whose human is away (`{"kind":"bot","afterMs":30000,"profile":"default"}`,
+    /// `{"kind":"off"}`, `{"kind":"clock"}`); by default the game's own policy (`GET /v1/games`).
+    #[serde(default)]
+    handover: Option<Handover>,
 }
 
 fn empty_object() -> Value {
@@ -398,21 +533,7 @@ fn empty_object() -> Value {
 async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
     platform_authorized(&state, &headers)?;
     let req: CreateMatch = strict(&body)?;
-    let matches = &state.inner.matches;
-    let registry = matches.registry();
-    let game = match &req.rules_version {
-        Some(v) => registry.get(&GameKey { id: req.game.clone(), rules_version: v.clone() }),
-        None => registry.latest(&req.game),
-    };
-    let Some(game) = game else {
-        let (field, message) = match &req.rules_version {
-            Some(v) if registry.latest(&req.game).is_some() => {
-                ("rulesVersion", format!("no rules version {v:?} of {:?}", req.game))
-            }
-            _ => ("game", format!("no game {:?}", req.game)),
-        };
-        return Err(problem(StatusCode::NOT_FOUND, "UNKNOWN_GAME", message).at(field));
-    };
+    let game = GameChoice { id: req.game, rules_version: req.rules_version, package_version: req.package_version };
     let seats = req
         .seats
         .into_iter()
@@ -420,17 +541,149 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
             let holder = match spec {
                 SeatSpec::Principal(p) => SeatHolder::Principal(p),
                 SeatSpec::Bot { bot } => SeatHolder::Bot(bot),
+                SeatSpec::Agent { agent } => SeatHolder::Agent(agent),
             };
             (seat, holder)
         })
         .collect();
-    let created = matches.create_pinned(&game.key(), seats, &req.config).await.map_err(|e| match_problem(e, None))?;
-    // What the match pinned: its rules module's digest and, when the game's package is
-    // published in the node's registry, that package's lock digest (`package`, else null).
+    let created = state
+        .inner
+        .matches
+        .create_pinned(game, seats, &req.config, req.handover)
+        .await
+        .map_err(|e| match_problem(e, None))?;
+    Ok((StatusCode::CREATED, Json(created_body(created))).into_response())
+}
+
+/// The answer to a creation: the match's id and what it pinned — its rules module's digest
+/// and, when the game's package is published in the node's registry, that package's lock
+/// digest (`package`, else null).
+fn created_body(created: Created) -> Value {
     let package = created.package.map(|p| json!({ "id": p.id, "version": p.version, "lockDigest": p.lock_digest }));
-    let body =
-        json!({ "matchId": created.match_id, "revision": 0, "rulesDigest": created.rules_digest, "package": package });
+    let game = json!({ "id": created.game.id, "rulesVersion": created.game.rules_version });
+    json!({
+        "matchId": created.match_id,
+        "revision": 0,
+        "game": game,
+        "rulesDigest": created.rules_digest,
+        "package": package,
+    })
+}
+
+/// The body of `POST /v1/matches/{id}/replays`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateReplay {
+    /// The pace in percent of the original (100: as played; 10..=10000).
+    #[serde(default = "original_pace")]
+    speed_percent: u32,
+}
+
+fn original_pace() -> u32 {
+    100
+}
+
+/// `POST /v1/matches/{id}/replays`: a NEW match that plays the stored match `{id}`'s
+/// decisions back at `speedPercent` of their pace, with that match's randomness, so dealt and
+/// rolled games replay too ("watch this match again"). Its seats are played by the replay
+/// script; spectators follow it like any match (`POST /v1/matches/{new}/spectators`).
+async fn create_replay(
+    State(state): State<EdgeState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let source = match_id(&id)?;
+    let req: CreateReplay = if body.is_empty() { CreateReplay { speed_percent: 100 } } else { strict(&body)? };
+    let created = state
+        .inner
+        .matches
+        .create_replay(source, req.speed_percent)
+        .await
+        .map_err(|e| match_problem(e, Some(source)))?;
+    let mut body = created_body(created);
+    body["replayOf"] = json!({ "source": source, "speedPercent": req.speed_percent });
     Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+/// `GET /v1/matches/{id}`: the match as the platform reads it without a seat — status,
+/// seats and their controllers, revision, result, pinned versions; never its position.
+async fn describe(
+    State(state): State<EdgeState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let match_id = match_id(&id)?;
+    let summary = state.inner.matches.describe(match_id).await.map_err(|e| match_problem(e, Some(match_id)))?;
+    Ok(Json(summary).into_response())
+}
+
+/// The query of `GET /v1/matches`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    principal: Option<String>,
+    game: Option<String>,
+    status: Option<String>,
+    after: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /v1/matches?principal=&game=&status=active|finished&after=&limit=`: the matches that
+/// fit, newest first, `limit` (1..=100, default 20) a page, and `next`, the `after` of the
+/// following page while a page is full.
+async fn list_matches(
+    State(state): State<EdgeState>,
+    headers: HeaderMap,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let Some(directory) = state.inner.directory.clone() else {
+        return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process lists no matches"));
+    };
+    let Query(q) = query.map_err(|e| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.body_text()))?;
+    let query = MatchQuery::parse(q.principal, q.game, q.status.as_deref(), q.after.as_deref(), q.limit)
+        .map_err(invalid_field)?;
+    let page = directory.list(&query).await.map_err(|e| match_problem(e, None))?;
+    Ok(Json(page).into_response())
+}
+
+/// The query of `GET /v1/feed`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedQuery {
+    after: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /v1/feed?after=&limit=`: the platform's durable feed of match lifecycle events
+/// (created, seatChanged, finished, cancelled), oldest first, `limit` (1..=100, default 100) a
+/// page; `next` is where to resume. At least once: an event keeps its `id` on every delivery.
+async fn feed(
+    State(state): State<EdgeState>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, Problem> {
+    platform_authorized(&state, &headers)?;
+    let Some(directory) = state.inner.directory.clone() else {
+        return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process serves no feed"));
+    };
+    let Query(q) = query.map_err(|e| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.body_text()))?;
+    let (after, limit) = juegoland_api::feed_query(q.after.as_deref(), q.limit).map_err(invalid_field)?;
+    let page = directory.feed(after, limit).await.map_err(|e| match_problem(e, None))?;
+    Ok(Json(page).into_response())
+}
+
+/// A query field that does not parse: `400 INVALID_REQUEST` naming it.
+fn invalid_field(e: juegoland_api::InvalidField) -> Problem {
+    problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.message).at(e.field)
+}
+
+/// A match id in a path; anything but a UUID is no match.
+fn match_id(id: &str) -> Result<Uuid, Problem> {
+    Uuid::parse_str(id).map_err(|_| problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match"))
 }
 
 #[derive(Deserialize)]
@@ -475,12 +728,126 @@ async fn lifecycle<B: for<'de> Deserialize<'de>>(
     request: impl FnOnce(B) -> LifecycleRequest,
 ) -> Result<Response, Problem> {
     platform_authorized(&state, headers)?;
-    let not_found = || problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match");
-    let match_id = Uuid::parse_str(&id).map_err(|_| not_found())?;
+    let match_id = match_id(&id)?;
     let request = request(strict(body)?);
     let revision =
         state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match_problem(e, Some(match_id)))?;
     Ok(Json(json!({ "revision": revision })).into_response())
+}
+
+/// `POST /v1/matches/{id}/spectators` (platform-authorized, body `{}` or none): the
+/// platform's grant of a spectator seat-less view of ONE match. Answers `201`
+/// `{"matchId", "token", "seat": null}`: a token whose `spectate` claim names the match
+/// (`auth.rs`), to connect with over WebSocket or Socket.IO and `game.sync` that match as a
+/// spectator. Refused with `409 SPECTATORS_NOT_ALLOWED` when the match's game defines no
+/// spectator projection, `404 MATCH_NOT_FOUND` for no such match, and `501
+/// TOKENS_NOT_MINTED_HERE` where this process only verifies tokens (a public key): there the
+/// platform's identity service mints the same claim itself.
+async fn grant_spectator(
+    State(state): State<EdgeState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Grant {}
+    platform_authorized(&state, &headers)?;
+    let match_id = match_id(&id)?;
+    if !body.is_empty() {
+        let Grant {} = strict(&body)?;
+    }
+    if !state.inner.tokens.can_issue() {
+        let message = "this process only verifies tokens: mint the grant with a `spectate` claim naming the match";
+        return Err(problem(StatusCode::NOT_IMPLEMENTED, "TOKENS_NOT_MINTED_HERE", message));
+    }
+    let summary = state.inner.matches.describe(match_id).await.map_err(|e| match_problem(e, Some(match_id)))?;
+    let spectators = state.inner.matches.registry().get(&summary.game).is_some_and(|g| g.game.spectators());
+    if !spectators {
+        let message = format!("{} defines no spectator projection", summary.game.id);
+        return Err(problem(StatusCode::CONFLICT, "SPECTATORS_NOT_ALLOWED", message));
+    }
+    let token = state
+        .inner
+        .tokens
+        .issue_spectator(match_id)
+        .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
+    Ok((StatusCode::CREATED, Json(json!({ "matchId": match_id, "token": token, "seat": null }))).into_response())
+}
+
+/// `POST /v1/matches/{id}/agents` (platform-authorized) `{"seat": "p1"}`: the platform's grant
+/// of ONE agent seat of ONE match to an AI agent. Answers `201` with a token whose `agent`
+/// claim names the match and the seat (principal `agent:<seat>`, `auth.rs`), to play that seat
+/// over WebSocket, Socket.IO or the MCP server (`/v1/mcp`, the token as its bearer), with the
+/// game's declared instructions, the seat's profile and its limits. Refused: `404
+/// MATCH_NOT_FOUND`, `409 UNKNOWN_SEAT` (no such seat), `409 NOT_AN_AGENT_SEAT` (the seat is a
+/// human's or a bot's), `409 MATCH_FINISHED`, and `501 TOKENS_NOT_MINTED_HERE` where this
+/// process only verifies tokens (there the platform's identity service mints the same claim).
+async fn grant_agent(
+    State(state): State<EdgeState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Problem> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Grant {
+        seat: String,
+    }
+    platform_authorized(&state, &headers)?;
+    let match_id = match_id(&id)?;
+    let Grant { seat } = strict(&body)?;
+    if !state.inner.tokens.can_issue() {
+        let message =
+            "this process only verifies tokens: mint the grant with an `agent` claim naming the match and seat";
+        return Err(problem(StatusCode::NOT_IMPLEMENTED, "TOKENS_NOT_MINTED_HERE", message));
+    }
+    let summary = state.inner.matches.describe(match_id).await.map_err(|e| match_problem(e, Some(match_id)))?;
+    let Some(held) = summary.seats.iter().find(|s| s.seat == seat) else {
+        let message = format!("match {match_id} has no seat {seat:?}");
+        return Err(problem(StatusCode::CONFLICT, "UNKNOWN_SEAT", message).at("seat"));
+    };
+    let juegoland_api::Controller::Agent { profile } = &held.controller else {
+        let message = format!("seat {seat} is played by a {}, not by an agent", held.controller.kind().as_str());
+        return Err(problem(StatusCode::CONFLICT, "NOT_AN_AGENT_SEAT", message).at("seat"));
+    };
+    if summary.status != juegoland_api::MatchStatus::Active {
+        return Err(problem(StatusCode::CONFLICT, "MATCH_FINISHED", "the match is over"));
+    }
+    let registry = state.inner.matches.registry();
+    let declared = registry.get(&summary.game).and_then(|g| {
+        let agents = g.descriptor().agents.as_ref()?;
+        Some((agents.instructions.clone(), agents.profile(profile)?.clone()))
+    });
+    let Some((instructions, profile)) = declared else {
+        // Creation checked the profile against this very module.
+        tracing::error!(match_id = %match_id, seat, "an agent seat whose profile its game does not declare");
+        return Err(problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"));
+    };
+    let token = state
+        .inner
+        .tokens
+        .issue_agent(match_id, &seat)
+        .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
+    let body = json!({
+        "matchId": match_id,
+        "seat": seat,
+        "principal": crate::auth::agent_principal(&seat),
+        "token": token,
+        "expiresIn": state.inner.tokens.ttl_secs(),
+        "game": summary.game,
+        "profile": {
+            "id": profile.id,
+            "displayName": profile.display_name,
+            "modes": profile.modes,
+            "difficulties": profile.difficulties,
+        },
+        "limits": profile.limits,
+        "instructions": instructions,
+        "mcp": "/v1/mcp",
+        "websocket": "/v1/ws",
+    });
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -491,8 +858,9 @@ struct TokenRequest {
 
 async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Result<Response, Problem> {
     let req: TokenRequest = strict(&body)?;
-    if req.principal.is_empty() || req.principal.len() > 128 || req.principal.starts_with("bot:") {
-        let message = "1 to 128 characters, not starting with bot:";
+    let reserved = juegoland_core::state::RESERVED_PREFIXES;
+    if req.principal.is_empty() || req.principal.len() > 128 || reserved.iter().any(|p| req.principal.starts_with(p)) {
+        let message = "1 to 128 characters, not starting with bot:, replay: or agent:";
         return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", message).at("principal"));
     }
     let token = state
@@ -512,28 +880,43 @@ async fn ws(
     State(state): State<EdgeState>,
     headers: HeaderMap,
     Query(q): Query<WsQuery>,
+    remote: Option<axum::Extension<RemoteAddr>>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let token = bearer(&headers).map(str::to_owned).or(q.access_token);
-    let Some(principal) = token.and_then(|t| state.inner.tokens.verify(&t).ok()) else {
+    let Some(bearer) = token.and_then(|t| state.inner.tokens.verify(&t).ok()) else {
         let message = "a valid token is required (Authorization: Bearer or ?access_token=); get a new one";
         return problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message).into_response();
     };
     let Some(gateway) = state.inner.gateway.clone() else {
         return no_route(Method::GET, Uri::from_static("/v1/ws")).await.into_response();
     };
-    // Frames up to 1 MiB reach the protocol decoder, which answers anything over its own
-    // 64 KiB limit with MESSAGE_TOO_LARGE and keeps the connection; bigger frames close it.
+    let limits = &gateway.config.limits;
+    let permit = match gateway.connections.open(limits, remote.map(|r| r.0.0)) {
+        Ok(permit) => permit,
+        Err(refusal) => {
+            refusal.count(&gateway.metrics.refused);
+            let message = match refusal {
+                crate::limits::Refusal::AddressCap => "too many connections from this address; retry later",
+                _ => "this gateway is full; retry later",
+            };
+            let p = problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", message);
+            return ([(header::RETRY_AFTER, RETRY_AFTER_SECONDS.to_string())], p).into_response();
+        }
+    };
+    // Messages up to `max_message_bytes` (1 MiB; a fragmented message counted whole) reach
+    // the protocol decoder, which answers anything over its own 64 KiB limit with
+    // MESSAGE_TOO_LARGE and keeps the connection; bigger ones close it with 1009.
     // Buffers start small: tungstenite's 128 KiB read buffer per connection (allocated
     // up front) made an idle connection cost ≈ 135 KiB (docs/benchmarks.md); the read buffer
     // still grows for a large frame. Writes are buffered up to 16 KiB (the buffer grows as
     // used, not up front) so that the writer's batch of ready frames leaves in one write.
     upgrade
-        .max_message_size(1 << 20)
-        .max_frame_size(1 << 20)
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes)
         .read_buffer_size(4 * 1024)
         .write_buffer_size(16 * 1024)
-        .on_upgrade(move |socket| crate::ws::serve(gateway, principal, socket))
+        .on_upgrade(move |socket| crate::ws::serve(gateway, bearer, socket, permit))
 }
 
 async fn metrics(State(state): State<EdgeState>) -> Response {

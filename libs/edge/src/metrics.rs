@@ -1,13 +1,16 @@
 //! Prometheus metrics of the client edge.
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
+use crate::limits::Refusal;
 use crate::subscription::Resync;
 
 #[derive(Clone)]
 pub struct EdgeMetrics {
     pub connections: IntGauge,
-    pub subscriptions: IntGauge,
+    /// Live match subscriptions by kind (`seat` or `spectator`) and, for a seat, the kind of
+    /// its controller (`human` or `agent`; empty for a spectator).
+    pub subscriptions: IntGaugeVec,
     /// Client messages by type.
     pub messages: IntCounterVec,
     /// `game.error`s sent, by code.
@@ -17,12 +20,26 @@ pub struct EdgeMetrics {
     /// Seconds from a decoded `game.command` to its answer (the router, the node and the
     /// commit included; the client's network not).
     pub command_seconds: Histogram,
+    /// MCP tool calls of agents (`/v1/mcp`), by tool and outcome (`ok`, `error`: a typed
+    /// error or a rejection in the tool's result).
+    pub mcp_calls: IntCounterVec,
+    /// Clients refused or closed by a limit (`limits.rs`), by reason.
+    pub refused: IntCounterVec,
 }
 
 impl EdgeMetrics {
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let connections = IntGauge::new("juegoland_gateway_connections", "Open client connections")?;
-        let subscriptions = IntGauge::new("juegoland_gateway_subscriptions", "Live match subscriptions")?;
+        let subscriptions = IntGaugeVec::new(
+            Opts::new(
+                "juegoland_gateway_subscriptions",
+                "Live match subscriptions, by kind (seat, spectator) and seat controller (human, agent)",
+            ),
+            &["kind", "controller"],
+        )?;
+        for labels in [["seat", "human"], ["seat", "agent"], ["spectator", ""]] {
+            subscriptions.with_label_values(&labels);
+        }
         let messages = IntCounterVec::new(
             Opts::new("juegoland_gateway_messages_total", "Client messages received, by type"),
             &["type"],
@@ -42,6 +59,25 @@ impl EdgeMetrics {
             )
             .buckets(prometheus::exponential_buckets(0.0005, 2.0, 14)?),
         )?;
+        let mcp_calls = IntCounterVec::new(
+            Opts::new("juegoland_gateway_mcp_calls_total", "MCP tool calls of agents, by tool and outcome"),
+            &["tool", "outcome"],
+        )?;
+        for tool in ["instructions", "get_view", "legal_actions", "play", "wait_for_turn"] {
+            for outcome in ["ok", "error"] {
+                mcp_calls.with_label_values(&[tool, outcome]);
+            }
+        }
+        let refused = IntCounterVec::new(
+            Opts::new(
+                "juegoland_edge_refused_total",
+                "Clients refused or closed by an edge limit, by reason (process_cap, address_cap, head_timeout, idle, slow_reader, too_large, rate_limited, rate_sustained, subscriptions)",
+            ),
+            &["reason"],
+        )?;
+        for reason in Refusal::ALL {
+            refused.with_label_values(&[reason.as_str()]);
+        }
         for reason in Resync::ALL {
             resyncs.with_label_values(&[reason.as_str()]);
         }
@@ -51,6 +87,8 @@ impl EdgeMetrics {
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(resyncs.clone()))?;
         registry.register(Box::new(command_seconds.clone()))?;
-        Ok(Self { connections, subscriptions, messages, errors, resyncs, command_seconds })
+        registry.register(Box::new(mcp_calls.clone()))?;
+        registry.register(Box::new(refused.clone()))?;
+        Ok(Self { connections, subscriptions, messages, errors, resyncs, command_seconds, mcp_calls, refused })
     }
 }

@@ -41,6 +41,11 @@ impl Overflow {
         }
         self.0.cancel();
     }
+
+    /// Resolves once the connection is marked as not reading.
+    pub(crate) async fn cancelled(&self) {
+        self.0.cancelled().await;
+    }
 }
 
 impl Outbox {

@@ -67,6 +67,12 @@ impl Shutdown {
         self.0.begun.cancelled().await;
     }
 
+    /// A token cancelled when the shutdown begins (for servers that take one: the MCP
+    /// server's streams end with it).
+    pub(crate) fn token(&self) -> tokio_util::sync::CancellationToken {
+        self.0.begun.child_token()
+    }
+
     pub(crate) fn has_begun(&self) -> bool {
         self.0.begun.is_cancelled()
     }

@@ -14,13 +14,18 @@
 //! are never called: answers are protocol messages. Disconnecting ends the loop like a closed
 //! WebSocket.
 //!
+//! Limits (`limits.rs`). A connect beyond the connection caps is refused with a
+//! `connect_error` packet (`UNAVAILABLE: …`); engine.io's heartbeat pings every `ping_interval`
+//! and closes a session that does not answer within `idle_timeout`; the message rate is the
+//! protocol loop's, and a connection that stays over it is disconnected.
+//!
 //! Backpressure. Socket.IO queues a session's packets in socketioxide's buffer, bounded by
-//! `max_buffer_size` (the gateway's `outgoing_queue`, 256); an emit into a full buffer fails
+//! `max_buffer_size` (the limits' `outgoing_queue`, 256); an emit into a full buffer fails
 //! with `InternalChannelFull`. That means the client does not read: the protocol loop ends
 //! (its subscriptions with it, so nothing more is queued for it) and the socket is
 //! disconnected. socketioxide's `disconnect` itself needs room for its DISCONNECT packet, so
 //! it is retried until it goes out or the session is gone; engine.io's heartbeat closes a
-//! session whose ping finds the buffer full, so that takes at most one ping interval (25 s).
+//! session whose ping finds the buffer full, so that takes at most one ping interval (`ping_interval`).
 //! A client that emits faster than its loop consumes (more than 256 queued events) is
 //! disconnected the same way.
 //!
@@ -55,9 +60,10 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tracing::{debug, warn};
 
-use crate::auth::Tokens;
+use crate::auth::{Bearer, Tokens};
 use crate::connection::{Ended, Frame, serve_frames};
 use crate::gateway::Gateway;
+use crate::limits::{Permit, Refusal, RemoteAddr};
 use crate::outbox::{Outbox, Outgoing, Overflow};
 use crate::shutdown::Shutdown;
 
@@ -70,11 +76,6 @@ const CLIENT_TYPES: [&str; 4] =
 /// disconnected.
 const INCOMING_QUEUE: usize = 256;
 
-/// The largest Socket.IO packet and engine.io payload accepted: room for a 1 MiB message (the
-/// WebSocket's frame limit) in its envelope, so the protocol decoder answers anything above
-/// its own 64 KiB limit with MESSAGE_TOO_LARGE.
-const MAX_PAYLOAD: usize = 2 << 20;
-
 /// How often a disconnect refused because the socket's buffer is full is tried again.
 const DISCONNECT_RETRY: Duration = Duration::from_millis(100);
 
@@ -82,11 +83,20 @@ type Sock = Socket<LocalAdapter>;
 
 /// The Socket.IO layer of the gateway, serving namespace `/` at `/socket.io`.
 pub(crate) fn layer(gateway: Gateway, tokens: Tokens) -> SocketIoLayer {
+    let limits = &gateway.config.limits;
+    // The largest Socket.IO packet and engine.io payload accepted: room for a message of the
+    // WebSocket's limit in its envelope, so the protocol decoder answers anything above its
+    // own 64 KiB limit with MESSAGE_TOO_LARGE.
+    let max_payload = 2 * limits.max_message_bytes;
+    // engine.io's heartbeat is the idle timeout: a session that answers no ping within
+    // `idle_timeout` is closed.
     let (layer, io) = SocketIo::builder()
-        .max_buffer_size(gateway.config.outgoing_queue)
-        .max_payload(MAX_PAYLOAD as u64)
-        .ws_max_message_size(MAX_PAYLOAD)
-        .ws_max_frame_size(MAX_PAYLOAD)
+        .max_buffer_size(limits.outgoing_queue)
+        .max_payload(max_payload as u64)
+        .ws_max_message_size(max_payload)
+        .ws_max_frame_size(max_payload)
+        .ping_interval(limits.ping_interval)
+        .ping_timeout(limits.idle_timeout)
         .build_layer();
     gateway.config.shutdown.add_socket_io(io.clone());
     io.ns("/", Connect { gateway, tokens });
@@ -115,8 +125,23 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
         socket: Arc<Sock>,
         auth: &'a Option<Value>,
     ) -> Pin<Box<dyn Future<Output = Result<(), Box<dyn Display + Send>>> + Send + 'a>> {
-        match principal(&self.tokens, auth.as_ref()) {
-            Some(principal) => start(self.gateway.clone(), principal, &socket),
+        match bearer(&self.tokens, auth.as_ref()) {
+            Some(bearer) => {
+                let gateway = &self.gateway;
+                let address = socket.req_parts().extensions.get::<RemoteAddr>().map(|r| r.0);
+                match gateway.connections.open(&gateway.config.limits, address) {
+                    Ok(permit) => start(gateway.clone(), bearer, &socket, permit),
+                    Err(refusal) => {
+                        // A `connect_error` packet with this message; the client retries later.
+                        refusal.count(&gateway.metrics.refused);
+                        let message = match refusal {
+                            Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
+                            _ => "UNAVAILABLE: this gateway is full; retry later",
+                        };
+                        return Box::pin(async move { Err(Box::new(message) as Box<dyn Display + Send>) });
+                    }
+                }
+            }
             None => {
                 socket.extensions.insert(Unauthenticated);
             }
@@ -143,8 +168,8 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
     }
 }
 
-/// The principal of the handshake's `auth.token`, if it is a valid token.
-fn principal(tokens: &Tokens, auth: Option<&Value>) -> Option<String> {
+/// The bearer of the handshake's `auth.token`, if it is a valid token.
+fn bearer(tokens: &Tokens, auth: Option<&Value>) -> Option<Bearer> {
     /// The handshake's auth object; other fields are the client's business.
     #[derive(Deserialize)]
     struct Auth {
@@ -156,7 +181,7 @@ fn principal(tokens: &Tokens, auth: Option<&Value>) -> Option<String> {
 
 /// Starts the protocol loop of an authenticated socket: its event handlers feed the loop,
 /// and a writer emits what the loop sends.
-fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
+fn start(gateway: Gateway, bearer: Bearer, socket: &Arc<Sock>, permit: Permit) {
     let (tx, mut rx) = mpsc::channel(INCOMING_QUEUE);
     for kind in CLIENT_TYPES {
         socket.on(kind, Forward { tx: tx.clone(), shutdown: gateway.config.shutdown.clone(), kind: Some(kind) });
@@ -173,18 +198,23 @@ fn start(gateway: Gateway, principal: String, socket: &Arc<Sock>) {
     let weak = Arc::downgrade(socket);
     let shutdown = gateway.config.shutdown.clone();
     shutdown.spawn_session(async move {
+        let _permit = permit;
         gateway.metrics.connections.inc();
-        let (out, outgoing) = Outbox::channel(gateway.config.outgoing_queue);
+        let (out, outgoing) = Outbox::channel(gateway.config.limits.outgoing_queue);
         let writer = tokio::spawn(write(weak.clone(), outgoing, out.overflow_handle()));
         let frames = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        let ended = serve_frames(gateway.clone(), principal, frames, out).await;
+        let ended = serve_frames(gateway.clone(), bearer, frames, out).await;
         let _ = writer.await;
         gateway.metrics.connections.dec();
         match ended {
             // `SocketIo::close` ends the session: no DISCONNECT packet, so the client
             // reconnects.
             Ended::Shutdown => {}
-            Ended::Closed | Ended::Overflowed => disconnect(weak, &gateway.config.shutdown).await,
+            Ended::Overflowed => {
+                Refusal::SlowReader.count(&gateway.metrics.refused);
+                disconnect(weak, &gateway.config.shutdown).await;
+            }
+            Ended::Closed | Ended::RateSustained => disconnect(weak, &gateway.config.shutdown).await,
         }
     });
 }
@@ -245,15 +275,29 @@ struct Forwarding;
 
 impl MessageHandler<LocalAdapter, Forwarding> for Forward {
     fn call(&self, socket: Arc<Sock>, value: Value, _ack: Option<i64>) {
-        let frame = match (self.kind, argument(&value)) {
-            (Some(kind), Some(bytes)) => Frame::Text { bytes, named: Some(kind) },
-            _ => Frame::Unreadable,
-        };
+        let frame = frame_of(self.kind, &value);
         if let Err(TrySendError::Full(_)) = self.tx.try_send(frame) {
             debug!("socket.io client sends faster than it reads; disconnecting");
             let (socket, shutdown) = (Arc::downgrade(&socket), self.shutdown.clone());
             tokio::spawn(async move { disconnect(socket, &shutdown).await });
         }
+    }
+}
+
+/// The handler an event named `event` reaches: the one registered for its client message
+/// type, or the fallback (`None`) for any other name (what the fuzz targets' in-process
+/// connection routes by; `layer` registers the same handlers).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn handler_kind(event: &str) -> Option<&'static str> {
+    CLIENT_TYPES.into_iter().find(|kind| *kind == event)
+}
+
+/// What the protocol loop gets for an event that reached the handler of `kind`: the text of
+/// its single argument, labelled with the type it must have; anything else is unreadable.
+pub(crate) fn frame_of(kind: Option<&'static str>, value: &Value) -> Frame {
+    match (kind, argument(value)) {
+        (Some(kind), Some(bytes)) => Frame::Text { bytes, named: Some(kind) },
+        _ => Frame::Unreadable,
     }
 }
 

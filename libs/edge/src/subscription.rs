@@ -1,5 +1,7 @@
 //! A subscription ([`subscribe`]): one `game.sync` of a connection, which runs the sync
 //! barrier and then delivers its seat's snapshots in revision order, with cursors and resyncs.
+//! A spectator's subscription ([`Viewer::Spectator`]) is the same machine over the
+//! spectators' publications (recipient `None`) and the match's spectator snapshot.
 //!
 //! The subscription is a [`Sink`] of the bus ([`Bus::watch`]), installed FIRST; then the
 //! committed snapshot is read and sent while what the bus delivers meanwhile is buffered
@@ -88,6 +90,28 @@ impl Barrier {
     }
 }
 
+/// Who a subscription follows the match as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Viewer {
+    /// The seat the principal holds (the platform's membership decides which).
+    Seat(String),
+    /// An authorized spectator (the connection's bearer is a grant for this match): the
+    /// spectators' publications (recipient `None`), `seat: null`.
+    Spectator,
+}
+
+impl Viewer {
+    /// The subscription's kind and its seat's controller, as the subscriptions gauge labels
+    /// them: a seat followed by an agent's grant (principal `agent:<seat>`) is `agent`'s.
+    pub(crate) fn labels(&self) -> [&'static str; 2] {
+        match self {
+            Viewer::Seat(p) if p.starts_with(juegoland_core::state::AGENT_PREFIX) => ["seat", "agent"],
+            Viewer::Seat(_) => ["seat", "human"],
+            Viewer::Spectator => ["spectator", ""],
+        }
+    }
+}
+
 /// Where a subscription stands, as its sink and its task share it.
 enum Phase {
     /// A snapshot is being read: what the bus delivers is buffered.
@@ -103,7 +127,8 @@ enum Phase {
 
 struct State {
     phase: Phase,
-    seat: String,
+    /// The recipient it delivers: a seat, or `None` for a spectator.
+    seat: Option<String>,
     /// The revision delivered last.
     revision: u64,
 }
@@ -152,7 +177,7 @@ impl Live {
     /// publications, sends the next revision, asks for a resync on a jump or a gap.
     fn live(&self, state: &mut State, delivery: Delivery<'_>) {
         match delivery {
-            Delivery::Publication(p) if p.recipient.as_deref() == Some(state.seat.as_str()) => {
+            Delivery::Publication(p) if p.recipient == state.seat => {
                 if p.revision <= state.revision {
                 } else if p.revision == state.revision + 1 {
                     state.revision = p.revision;
@@ -180,7 +205,7 @@ impl Live {
                     "gateway.deliver",
                     match_id = %self.match_id,
                     revision = p.revision,
-                    seat = %state.seat,
+                    seat = state.seat.as_deref().unwrap_or("spectator"),
                     subscription_id = %self.subscription_id,
                 );
                 juegoland_telemetry::set_parent_from_text(&span, trace_context);
@@ -201,7 +226,7 @@ impl Live {
     /// Sends a snapshot read at `revision`, then what its barrier buffered above it, in
     /// order, and goes live — unless the barrier overflowed or held a hole, when the task is
     /// asked to sync again. All under the lock, so no live delivery comes between.
-    fn deliver_snapshot(&self, snapshot: &ServerMessage, seat: &str, revision: u64) -> bool {
+    fn deliver_snapshot(&self, snapshot: &ServerMessage, seat: Option<&str>, revision: u64) -> bool {
         let mut state = self.state();
         if !matches!(state.phase, Phase::Reading(_)) {
             // Stopped meanwhile.
@@ -210,7 +235,7 @@ impl Live {
         let Phase::Reading(barrier) = std::mem::replace(&mut state.phase, Phase::Live) else {
             unreachable!("checked above")
         };
-        state.seat = seat.to_owned();
+        state.seat = seat.map(str::to_owned);
         state.revision = revision;
         if !self.out.send(snapshot) {
             self.stop(&mut state, false);
@@ -244,7 +269,7 @@ enum Woken {
 /// One subscription: the sync barrier, then live delivery (by the sink), cursors and resyncs.
 pub(crate) async fn subscribe(
     gateway: Gateway,
-    principal: String,
+    viewer: Viewer,
     req: SyncRequest,
     subscription_id: String,
     out: Outbox,
@@ -256,7 +281,7 @@ pub(crate) async fn subscribe(
         match_id,
         subscription_id,
         out,
-        state: Mutex::new(State { phase: Phase::Reading(Barrier::default()), seat: String::new(), revision: 0 }),
+        state: Mutex::new(State { phase: Phase::Reading(Barrier::default()), seat: None, revision: 0 }),
         wake: Notify::new(),
     });
     // Step 1: install the sink FIRST; publications arriving from now on are buffered.
@@ -269,7 +294,7 @@ pub(crate) async fn subscribe(
             return;
         }
     };
-    let mut task = Task { gateway, principal, live };
+    let mut task = Task { gateway, viewer, live };
     // Step 2: read a committed revision R, buffering what the bus delivers meanwhile.
     let reply = match task.read().await {
         Some(Ok(r)) => r,
@@ -299,12 +324,20 @@ pub(crate) async fn subscribe(
     // Step 3: the sync snapshot, with the request's id and no events; step 4: what was
     // buffered meanwhile, above R, in order (step 5, a new sync, on a gap or an overflow).
     let snapshot = with_ids(reply.snapshot, &task.live.subscription_id, Some(&req.request_id));
-    if !task.live.deliver_snapshot(&snapshot, &reply.seat, reply.revision) {
+    if !task.live.deliver_snapshot(&snapshot, reply.seat.as_deref(), reply.revision) {
         return;
     }
-    let metrics = task.gateway.metrics.clone();
-    metrics.subscriptions.inc();
-    let _guard = GaugeGuard(metrics.subscriptions.clone());
+    let gauge = task.gateway.metrics.subscriptions.with_label_values(&task.viewer.labels());
+    gauge.inc();
+    let _guard = GaugeGuard(gauge);
+    // A seat's human is here: the match hands the seat back if a bot stood in for it, and
+    // follows its hand-over policy once this subscription and the seat's others end.
+    let _presence = match (&task.viewer, &reply.seat) {
+        (Viewer::Seat(principal), Some(_)) => {
+            Some(Presence::announce(&task.gateway, match_id, principal, &task.live.subscription_id).await)
+        }
+        _ => None,
+    };
     debug!(match_id = %match_id, subscription_id = task.live.subscription_id, revision = reply.revision, "subscribed");
     task.follow().await;
 }
@@ -312,7 +345,7 @@ pub(crate) async fn subscribe(
 /// A subscription's task: its snapshot reads, cursors and resyncs.
 struct Task {
     gateway: Gateway,
-    principal: String,
+    viewer: Viewer,
     live: Arc<Live>,
 }
 
@@ -329,7 +362,7 @@ impl Task {
     /// Reads the committed snapshot while the sink buffers what the bus delivers; `None`
     /// when the bus ended the subscription meanwhile.
     async fn read(&self) -> Option<Result<SyncReply, ErrorMessage>> {
-        let read = read(&self.gateway, self.live.match_id, &self.principal);
+        let read = read(&self.gateway, self.live.match_id, &self.viewer);
         let mut read = std::pin::pin!(read);
         loop {
             tokio::select! {
@@ -352,7 +385,7 @@ impl Task {
         match self.read().await {
             Some(Ok(r)) => {
                 let snapshot = with_ids(r.snapshot, &self.live.subscription_id, None);
-                self.live.deliver_snapshot(&snapshot, &r.seat, r.revision)
+                self.live.deliver_snapshot(&snapshot, r.seat.as_deref(), r.revision)
             }
             Some(Err(e)) => {
                 self.live.out.send(&e.with_subscription_id(self.live.subscription_id.clone()).into());
@@ -420,8 +453,12 @@ impl Task {
     }
 }
 
-async fn read(gateway: &Gateway, match_id: Uuid, principal: &str) -> Result<SyncReply, ErrorMessage> {
-    match gateway.matches.sync(match_id, principal).await {
+async fn read(gateway: &Gateway, match_id: Uuid, viewer: &Viewer) -> Result<SyncReply, ErrorMessage> {
+    let reply = match viewer {
+        Viewer::Seat(principal) => gateway.matches.sync(match_id, principal).await,
+        Viewer::Spectator => gateway.matches.spectate(match_id).await,
+    };
+    match reply {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => {
             // A refusal (FORBIDDEN, …) is a game.error like any other; `host_error` counts its own.
@@ -440,6 +477,65 @@ fn with_ids(msg: ServerMessage, subscription_id: &str, request_id: Option<&str>)
             ServerMessage::Snapshot(s)
         }
         other => other,
+    }
+}
+
+/// A seat's subscription as the match's presence: announced present when it synced, renewed
+/// every `presence_renew` while it lasts (the match forgets an unrenewed presence after its
+/// lease, so a gateway that dies without telling cannot keep the seat counted present), and
+/// gone (in a task of its own) when it ends, however it ends. A failure only delays a
+/// hand-over or a hand-back, so it is logged, not answered.
+struct Presence {
+    gateway: Gateway,
+    match_id: Uuid,
+    principal: String,
+    subscription: String,
+    renewal: tokio::task::JoinHandle<()>,
+}
+
+impl Presence {
+    async fn announce(gateway: &Gateway, match_id: Uuid, principal: &str, subscription: &str) -> Self {
+        if let Err(e) = gateway.matches.presence(match_id, principal, subscription, true).await {
+            debug!(match_id = %match_id, error = %e, "presence not told");
+        }
+        let renewal = {
+            let (gateway, principal, subscription) = (gateway.clone(), principal.to_owned(), subscription.to_owned());
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(gateway.config.presence_renew);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                every.tick().await;
+                loop {
+                    every.tick().await;
+                    if let Err(e) = gateway.matches.presence(match_id, &principal, &subscription, true).await {
+                        debug!(match_id = %match_id, error = %e, "presence not renewed");
+                    }
+                }
+            })
+        };
+        Self {
+            gateway: gateway.clone(),
+            match_id,
+            principal: principal.to_owned(),
+            subscription: subscription.to_owned(),
+            renewal,
+        }
+    }
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        self.renewal.abort();
+        let Self { gateway, match_id, principal, subscription, .. } = self;
+        let (gateway, match_id, principal, subscription) =
+            (gateway.clone(), *match_id, std::mem::take(principal), std::mem::take(subscription));
+        // The runtime may be gone (the process is ending); then so is the match's actor here.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = gateway.matches.presence(match_id, &principal, &subscription, false).await {
+                    debug!(match_id = %match_id, error = %e, "absence not told");
+                }
+            });
+        }
     }
 }
 

@@ -91,21 +91,95 @@ impl EffectRegistry {
         self.effects.insert(effect.to_owned(), validator);
     }
 
-    /// The effects of the web client's board renderer.
+    /// The effects the web client's game modules implement (`clients/web/src/games`), each
+    /// with the params its module builds: a package's plans may use exactly these, and
+    /// `clients/web/test/package-plans.test.ts` keeps every catalog package's plans equal to
+    /// what its module builds.
     pub fn standard() -> Self {
         let mut r = Self::default();
-        r.register("piece.drop", |p| object_with(p, &[("column", is_index), ("row", is_index)]));
-        r.register("sound.play", |p| object_with(p, &[("resource", Value::is_string)]));
-        r.register("cells.highlight", |p| {
-            object_with(p, &[("cells", Value::is_array)])?;
-            let cells = p["cells"].as_array().into_iter().flatten();
-            let ok = cells.clone().count() > 0
-                && cells.into_iter().all(|c| c.as_array().is_some_and(|rc| rc.len() == 2 && rc.iter().all(is_index)));
-            if ok { Ok(()) } else { Err("cells must be a non-empty list of [row, column] pairs".into()) }
+        // Shared: a sound resource of the package.
+        r.register("sound.play", |p| object_with(p, &[("resource", Value::is_string)], &[]));
+        // Conecta 4.
+        r.register("piece.drop", |p| {
+            object_with(
+                p,
+                &[("column", is_index), ("row", is_index)],
+                &[("seat", Value::is_string), ("rows", is_index)],
+            )
         });
-        r.register("card.move", |p| object_with(p, &[("from", Value::is_string), ("to", Value::is_string)]));
-        r.register("shot.mark", |p| object_with(p, &[("column", is_index), ("row", is_index)]));
+        r.register("cells.highlight", |p| object_with(p, &[("cells", is_cells)], &[]));
+        // Hundido.
+        r.register("shot.mark", |p| {
+            object_with(
+                p,
+                &[("column", is_index), ("row", is_index)],
+                &[("seat", Value::is_string), ("outcome", |v| one_of(v, &["water", "hit", "sunk"]))],
+            )
+        });
+        r.register("ship.sunk", |p| object_with(p, &[("seat", Value::is_string), ("cells", is_cells)], &[]));
+        // Solitario.
+        r.register("card.move", |p| {
+            object_with(p, &[("from", Value::is_string), ("to", Value::is_string)], &[("count", is_index)])
+        });
+        r.register("card.flip", |p| object_with(p, &[("zone", Value::is_string)], &[]));
+        // Brisca.
+        r.register("card.play", |p| object_with(p, &[("seat", Value::is_string), ("card", is_spanish_face)], &[]));
+        r.register("trick.collect", |p| {
+            object_with(p, &[("seat", Value::is_string), ("cards", |v| list_of(v, is_played_card, true))], &[])
+        });
+        r.register("card.draw", |p| object_with(p, &[("seat", Value::is_string)], &[]));
+        r.register("trump.exchange", |p| object_with(p, &[("seat", Value::is_string), ("card", is_spanish_face)], &[]));
+        // La Oca and Serpientes y escaleras.
+        r.register("dice.roll", |p| {
+            object_with(
+                p,
+                &[
+                    ("seat", Value::is_string),
+                    ("roll", |v| list_of(v, |d| d.as_u64().is_some_and(|d| (1..=6).contains(&d)), false)),
+                ],
+                &[],
+            )
+        });
+        r.register("pause.read", |p| {
+            object_with(p, &[("ms", |v| v.as_u64().is_some_and(|ms| ms <= u64::from(MAX_STEP_MS)))], &[])
+        });
+        r.register("piece.path", |p| {
+            object_with(p, &[("seat", Value::is_string), ("squares", |v| list_of(v, is_index, false))], &[])
+        });
+        r.register("square.effect", |p| {
+            object_with(
+                p,
+                &[
+                    ("seat", Value::is_string),
+                    ("from", is_index),
+                    ("to", is_index),
+                    ("via", |v| {
+                        one_of(
+                            v,
+                            &[
+                                "goose", "bridge", "dice", "maze", "death", "bounce", "well", "inn", "prison",
+                                "ladder", "snake",
+                            ],
+                        )
+                    }),
+                ],
+                &[],
+            )
+        });
+        // Laberinto.
+        r.register("maze.step", |p| {
+            object_with(p, &[("seat", Value::is_string), ("from", is_index), ("to", is_index)], &[])
+        });
+        r.register("maze.flash", |p| {
+            object_with(p, &[("kind", |v| one_of(v, &["key", "drop", "meet", "exit"])), ("cell", is_index)], &[])
+        });
+        r.register("maze.cue", |p| object_with(p, &[("cue", |v| one_of(v, &["go", "finish"]))], &[]));
         r
+    }
+
+    /// The registered effects' names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.effects.keys().map(String::as_str)
     }
 }
 
@@ -113,19 +187,57 @@ fn is_index(v: &Value) -> bool {
     v.as_u64().is_some()
 }
 
+fn one_of(v: &Value, allowed: &[&str]) -> bool {
+    v.as_str().is_some_and(|s| allowed.contains(&s))
+}
+
+/// A list whose items all pass `item`; non-empty unless `empty` allows it.
+fn list_of(v: &Value, item: fn(&Value) -> bool, empty: bool) -> bool {
+    v.as_array().is_some_and(|a| (empty || !a.is_empty()) && a.iter().all(item))
+}
+
+/// A non-empty list of `[row, column]` pairs.
+fn is_cells(v: &Value) -> bool {
+    list_of(v, |c| c.as_array().is_some_and(|rc| rc.len() == 2 && rc.iter().all(is_index)), false)
+}
+
+/// A Spanish deck face as the views carry it: `{"suit": "oros"|…, "rank": 1–7|10|11|12}`.
+fn is_spanish_face(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.len() == 2
+            && o.get("suit").is_some_and(|s| one_of(s, &["oros", "copas", "espadas", "bastos"]))
+            && o.get("rank").and_then(Value::as_u64).is_some_and(|r| matches!(r, 1..=7 | 10..=12))
+    })
+}
+
+/// A card on the table: `{"seat", "card": face}`.
+fn is_played_card(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| {
+        o.len() == 2 && o.get("seat").is_some_and(Value::is_string) && o.get("card").is_some_and(is_spanish_face)
+    })
+}
+
 /// A parameter's name and type check.
 type Field = (&'static str, fn(&Value) -> bool);
 
-fn object_with(params: &Value, fields: &[Field]) -> Result<(), String> {
+/// `params` is an object with every `required` field, any of the `optional` ones, and nothing
+/// else, each of its type.
+fn object_with(params: &Value, required: &[Field], optional: &[Field]) -> Result<(), String> {
     let object = params.as_object().ok_or("params must be an object")?;
-    for (name, check) in fields {
+    for (name, check) in required {
         match object.get(*name) {
             Some(v) if check(v) => {}
             Some(_) => return Err(format!("params.{name} has the wrong type")),
             None => return Err(format!("params.{name} is missing")),
         }
     }
-    if let Some(extra) = object.keys().find(|k| !fields.iter().any(|(name, _)| name == k)) {
+    for (name, check) in optional {
+        if object.get(*name).is_some_and(|v| !check(v)) {
+            return Err(format!("params.{name} has the wrong type"));
+        }
+    }
+    let known = |k: &String| required.iter().chain(optional).any(|(name, _)| name == k);
+    if let Some(extra) = object.keys().find(|k| !known(k)) {
         return Err(format!("params.{extra} is not a parameter of this effect"));
     }
     Ok(())

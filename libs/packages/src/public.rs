@@ -97,3 +97,97 @@ pub fn published_lock(registry: &Path, key: &PackageKey) -> Result<Option<Lock>,
     }
     Ok(Some(lock))
 }
+
+/// One published version of a package, as the platform lists it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedVersion {
+    pub version: String,
+    pub kind: crate::manifest::PackageKind,
+    /// A game's rules version (what decides its matches); `None` for a library.
+    pub rules_version: Option<String>,
+    /// What a match created on this version pins.
+    pub lock_digest: String,
+}
+
+/// Every published version of the package `id`, newest first (by `MAJOR.MINOR.PATCH`); none
+/// when nothing of `id` is published. Each is checked as the resources API checks it (its
+/// lock hashes to its record), and a game's manifest is read for its rules version only when
+/// its bytes hash to what the lock says of it.
+pub fn published_versions(registry: &Path, id: &str) -> Result<Vec<PublishedVersion>, PublicError> {
+    check_package_id(id).map_err(|_| PublicError::NotFound)?;
+    let entries = match std::fs::read_dir(registry.join(id)) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(PublicError::Corrupt(format!("list {id}: {e}"))),
+    };
+    let mut versions = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| PublicError::Corrupt(format!("list {id}: {e}")))?;
+        // Publishing writes a version aside under a name that is not a version, then renames it.
+        let Some(version) = entry.file_name().to_str().filter(|v| check_version(v).is_ok()).map(str::to_owned) else {
+            continue;
+        };
+        let key = PackageKey { id: id.to_owned(), version: version.clone() };
+        let Some(lock) = published_lock(registry, &key).map_err(|r| PublicError::Corrupt(r.to_string()))? else {
+            continue;
+        };
+        let own = lock
+            .packages
+            .iter()
+            .find(|p| p.id == id && p.version == version)
+            .ok_or_else(|| PublicError::Corrupt(format!("the lock of {key} does not list {key}")))?;
+        let rules_version = match own.kind {
+            crate::manifest::PackageKind::Game => Some(rules_version(registry, &key, own)?),
+            _ => None,
+        };
+        versions.push(PublishedVersion { version, kind: own.kind, rules_version, lock_digest: lock.digest() });
+    }
+    versions.sort_by_key(|v| std::cmp::Reverse(version_order(&v.version)));
+    Ok(versions)
+}
+
+/// A well-formed version's numbers, for ordering.
+fn version_order(version: &str) -> Vec<u64> {
+    version.split('.').map(|n| n.parse().unwrap_or(0)).collect()
+}
+
+fn rules_version(registry: &Path, key: &PackageKey, own: &crate::lock::LockedPackage) -> Result<String, PublicError> {
+    Ok(verified_manifest(registry, key, own)?.rules.version)
+}
+
+/// The manifest (`game.json`) of the published game `key`, read only when its bytes hash to
+/// what its lock says of it.
+fn verified_manifest(
+    registry: &Path,
+    key: &PackageKey,
+    own: &crate::lock::LockedPackage,
+) -> Result<crate::manifest::GameManifest, PublicError> {
+    use crate::manifest::{GAME_MANIFEST, GameManifest};
+    let corrupt = |what: String| PublicError::Corrupt(format!("{key}/{GAME_MANIFEST}: {what}"));
+    let locked = own.files.iter().find(|f| f.path == GAME_MANIFEST).ok_or_else(|| corrupt("not in the lock".into()))?;
+    let bytes = std::fs::read(registry.join(&key.id).join(&key.version).join(GAME_MANIFEST))
+        .map_err(|e| corrupt(e.to_string()))?;
+    if hex::encode(Sha256::digest(&bytes)) != locked.sha256 {
+        return Err(corrupt("does not hash to its locked SHA-256".into()));
+    }
+    let (manifest, _) = parse_document::<GameManifest>(GAME_MANIFEST, &bytes).map_err(|r| corrupt(r.to_string()))?;
+    Ok(manifest)
+}
+
+/// The manifest of the published game `id@version` (checked as [`published_versions`] checks
+/// it); `NotFound` when it is not a published game.
+pub fn published_game_manifest(
+    registry: &Path,
+    id: &str,
+    version: &str,
+) -> Result<crate::manifest::GameManifest, PublicError> {
+    let lock = verified_lock(registry, id, version)?;
+    let own = lock
+        .packages
+        .iter()
+        .find(|p| p.id == id && p.version == version && p.kind == crate::manifest::PackageKind::Game)
+        .ok_or(PublicError::NotFound)?;
+    let key = PackageKey { id: id.to_owned(), version: version.to_owned() };
+    verified_manifest(registry, &key, own)
+}

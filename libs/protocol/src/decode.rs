@@ -731,6 +731,7 @@ impl<'de> Visitor<'de> for PreconditionSeed<'_> {
         enum Kind {
             Match,
             Actor,
+            Queue,
         }
         let ctx = self.ctx;
         let (mut kind, mut revision, mut phase_epoch, mut actor_revision) = (None, None, None, None);
@@ -743,6 +744,7 @@ impl<'de> Visitor<'de> for PreconditionSeed<'_> {
                     kind = Some(match map.next_value::<ShortKey>()?.as_str() {
                         "match" => Kind::Match,
                         "actor" => Kind::Actor,
+                        "queue" => Kind::Queue,
                         _ => return Err(ctx.fail(MalformedKind::InvalidValue)),
                     });
                     continue;
@@ -762,6 +764,8 @@ impl<'de> Visitor<'de> for PreconditionSeed<'_> {
             (Some(Kind::Actor), None, Some(phase_epoch), Some(actor_revision)) => {
                 Ok(Precondition::Actor { phase_epoch, actor_revision })
             }
+            (Some(Kind::Queue), None, None, None) => Ok(Precondition::Queue),
+            (Some(Kind::Queue), ..) => Err(ctx.fail(MalformedKind::UnknownField)),
             (Some(Kind::Match), _, Some(_), _)
             | (Some(Kind::Match), _, _, Some(_))
             | (Some(Kind::Actor), Some(_), _, _) => Err(ctx.fail(MalformedKind::UnknownField)),
@@ -918,6 +922,22 @@ mod tests {
             .replace(r#""kind":"match","revision":7"#, r#""actorRevision":2,"kind":"actor","phaseEpoch":1"#);
         let ClientMessage::Command(cmd) = decode_client(actor.as_bytes()).unwrap() else { panic!("not a command") };
         assert_eq!(cmd.precondition, Precondition::Actor { phase_epoch: 1, actor_revision: 2 });
+    }
+
+    #[test]
+    fn a_queue_precondition_carries_nothing_but_its_kind() {
+        let queue = command("{}").replace(r#""kind":"match","revision":7"#, r#""kind":"queue""#);
+        let ClientMessage::Command(cmd) = decode_client(queue.as_bytes()).unwrap() else { panic!("not a command") };
+        assert_eq!(cmd.precondition, Precondition::Queue);
+        assert_eq!(
+            kind_of(&command("{}").replace(r#""kind":"match""#, r#""kind":"queue""#)),
+            MalformedKind::UnknownField
+        );
+        let with_epoch = command("{}").replace(r#""kind":"match","revision":7"#, r#""kind":"queue","phaseEpoch":0"#);
+        assert_eq!(kind_of(&with_epoch), MalformedKind::UnknownField);
+        let twice = command("{}").replace(r#""kind":"match","revision":7"#, r#""kind":"queue","kind":"queue""#);
+        assert_eq!(kind_of(&twice), MalformedKind::DuplicateKey);
+        assert_eq!(kind_of(&command("{}").replace(r#""kind":"match","revision":7"#, "")), MalformedKind::MissingField);
     }
 
     #[test]

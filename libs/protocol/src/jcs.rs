@@ -61,6 +61,7 @@ pub fn canonical_command(cmd: &CommandEnvelope) -> Vec<u8> {
             out.extend_from_slice(b",\"kind\":\"actor\",\"phaseEpoch\":");
             write_u64(phase_epoch, &mut out);
         }
+        Precondition::Queue => out.extend_from_slice(b"{\"kind\":\"queue\""),
     }
     out.extend_from_slice(b"},\"protocolVersion\":");
     write_u64(PROTOCOL_VERSION, &mut out);
@@ -170,6 +171,9 @@ mod tests {
         let actor =
             envelope(json!({"kind":"actor","phaseEpoch":2,"actorRevision":5}), json!({"b":[1.5,"\u{7}"],"a":null}));
         assert_eq!(canonical_command(&actor), canonical_command_generic(&actor));
+        let queue = envelope(json!({"kind":"queue"}), json!({"direction":"north"}));
+        assert_eq!(canonical_command(&queue), canonical_command_generic(&queue));
+        assert_ne!(fingerprint(&queue), fingerprint(&envelope(json!({"kind":"queue"}), json!({"direction":"south"}))));
         let other_precondition = envelope(json!({"kind":"match","revision":8}), json!({"column":3}));
         let other_payload = envelope(json!({"kind":"match","revision":7}), json!({"column":4}));
         assert_ne!(fingerprint(&cmd), fingerprint(&other_precondition));

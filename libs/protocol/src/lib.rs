@@ -38,6 +38,6 @@ pub use encode::{encode, encode_client, encode_into};
 pub use jcs::{canonical_command, canonical_json, digest_hex, fingerprint, fingerprint_hex};
 pub use messages::{
     Ack, AckStatus, Action, ClientMessage, CommandEnvelope, CommandStatusRequest, CommandUnknown, ConcreteOffer,
-    ContractTuple, Cursor, ErrorMessage, MAX_NAME_CHARS, MessageType, PROTOCOL_VERSION, ParametrizedOffer,
-    Precondition, ServerMessage, Snapshot, SyncRequest, UnsubscribeRequest, WireEvent, WireOffer,
+    ContractTuple, ControllerKind, Cursor, ErrorMessage, MAX_NAME_CHARS, MessageType, PROTOCOL_VERSION,
+    ParametrizedOffer, Precondition, ServerMessage, Snapshot, SyncRequest, UnsubscribeRequest, WireEvent, WireOffer,
 };

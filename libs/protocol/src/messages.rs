@@ -8,6 +8,8 @@
 //! only enter through [`crate::decode_client`], which also rejects duplicate keys, excessive
 //! depth and oversize messages.
 
+use std::collections::BTreeMap;
+
 use juegoland_sdk::{MatchResult, RawJson};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -136,6 +138,21 @@ pub enum Precondition {
     Match { revision: u64 },
     /// The phase epoch must be unchanged and the actor's own revision must match.
     Actor { phase_epoch: u64, actor_revision: u64 },
+    /// A real-time command (the `queue` policy): no revision; the match's serialization
+    /// point orders it by arrival in a bounded FIFO and the rules judge it against the state
+    /// it meets. Its receipt carries its command sequence.
+    Queue,
+}
+
+impl Precondition {
+    /// The wire `kind` of this precondition.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Match { .. } => "match",
+            Self::Actor { .. } => "actor",
+            Self::Queue => "queue",
+        }
+    }
 }
 
 /// An action: the game's action type and its payload object.
@@ -267,6 +284,43 @@ pub struct Snapshot {
     pub result: Option<MatchResult>,
     /// The visible events of this revision; empty on sync answers.
     pub events: Vec<WireEvent>,
+    /// Who answers each seat's "your move?" — present only when some seat is not played by
+    /// its human (a bot, a bot standing in for an away human, a replay script, an agent);
+    /// absent when humans play every seat. A change of hands is a revision of its own, whose
+    /// snapshots carry the new map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controllers: Option<BTreeMap<String, ControllerKind>>,
+}
+
+/// What answers a seat's "your move?" (engine spec § Seats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ControllerKind {
+    /// Its human, over the protocol.
+    Human,
+    /// A built-in bot the seat was given at creation.
+    Bot,
+    /// A built-in bot standing in for the seat's away human (hand-over).
+    Handover,
+    /// A replay match's script, playing a stored match's decisions back.
+    Replay,
+    /// An AI agent holding the seat's credential.
+    Agent,
+}
+
+impl ControllerKind {
+    /// Every kind, in order (metric series start at zero for each).
+    pub const ALL: [Self; 5] = [Self::Human, Self::Bot, Self::Handover, Self::Replay, Self::Agent];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Bot => "bot",
+            Self::Handover => "handover",
+            Self::Replay => "replay",
+            Self::Agent => "agent",
+        }
+    }
 }
 
 /// Marks `seat` and `result` as required: they are always present, possibly `null`.
@@ -400,6 +454,10 @@ pub struct Ack {
     pub revision: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<RejectionCode>,
+    /// The command sequence the match gave a `queue` command when it accepted it into its
+    /// FIFO (monotonically increasing per match); absent for `match` and `actor` commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
     pub duplicate: bool,
 }
 
@@ -412,13 +470,27 @@ impl Ack {
             status: AckStatus::Applied,
             revision: Some(revision),
             code: None,
+            sequence: None,
             duplicate: false,
         }
     }
 
     /// The receipt of a rejected command.
     pub fn rejected(match_id: Uuid, command_id: Uuid, code: RejectionCode) -> Self {
-        Self { match_id, command_id, status: AckStatus::Rejected, revision: None, code: Some(code), duplicate: false }
+        Self {
+            match_id,
+            command_id,
+            status: AckStatus::Rejected,
+            revision: None,
+            code: Some(code),
+            sequence: None,
+            duplicate: false,
+        }
+    }
+
+    /// The same receipt with the command sequence of a `queue` command.
+    pub fn with_sequence(self, sequence: Option<u64>) -> Self {
+        Self { sequence, ..self }
     }
 
     /// The same receipt, marked as sent again for a retried envelope.

@@ -1,7 +1,9 @@
 //! The cluster's roles: the node (match actors behind a gRPC service, owning the matches
 //! the ring gives it), the router (stateless forwarding to the owner with bounded retries,
 //! and the platform HTTP API over it), the gateway, and the deadline scheduler (claims due
-//! deadlines in the store and fires them through any `Matches`).
+//! deadlines in the store and fires them through any `Matches`), and the webhook deliverer
+//! that runs beside it (`webhooks.rs`: the platform feed POSTed, signed, to configured
+//! endpoints, one deliverer per endpoint at a time through a lease in the store).
 //!
 //! Owns: the node and router gRPC services ([`NodeService`], [`RouterService`]), the
 //! [`Forwarder`] and [`RouterCalls`] (which implement the match API's `Matches`, so the
@@ -22,12 +24,16 @@ mod packages;
 mod router;
 mod scheduler;
 mod serve;
+pub mod signature;
+pub mod webhook_config;
+pub mod webhooks;
 
 pub use node::{NodeMetrics, NodeService};
 pub use packages::PublishedDir;
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig, register_process_metrics, run_gateway,
-    run_node, run_router, run_scheduler,
+    EdgeLimitsArgs, GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig, WebhookConfig,
+    register_process_metrics, run_gateway, run_node, run_router, run_scheduler,
 };
+pub use webhooks::{WebhookMetrics, WebhookOptions, Webhooks};

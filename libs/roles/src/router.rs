@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use juegoland_api::{MatchError, MatchReply, MatchRequest, Matches};
+use juegoland_api::{MatchDirectory, MatchError, MatchReply, MatchRequest, Matches};
 use juegoland_core::Registry;
 use juegoland_rpc::pb;
 use juegoland_telemetry::Context as TraceContext;
@@ -263,15 +263,25 @@ impl Matches for RouterCalls {
     }
 }
 
-/// The router's gRPC service over a [`Forwarder`].
+/// The router's gRPC service: match operations over a [`Forwarder`], listings and the feed
+/// from a [`MatchDirectory`] (the cluster's PostgreSQL; none: those calls are UNIMPLEMENTED).
 #[derive(Clone)]
-pub struct RouterService(pub Forwarder);
+pub struct RouterService {
+    pub forwarder: Forwarder,
+    pub directory: Option<Arc<dyn MatchDirectory>>,
+}
+
+impl RouterService {
+    fn directory(&self) -> Result<&Arc<dyn MatchDirectory>, Status> {
+        self.directory.as_ref().ok_or_else(|| Status::unimplemented("this router lists no matches"))
+    }
+}
 
 #[tonic::async_trait]
 impl pb::router_server::Router for RouterService {
     async fn list_games(&self, _: Request<pb::ListGamesRequest>) -> Result<Response<pb::ListGamesReply>, Status> {
         let games = self
-            .0
+            .forwarder
             .inner
             .registry
             .games()
@@ -286,6 +296,7 @@ impl pb::router_server::Router for RouterService {
                     max_seats: d.max_seats,
                     bots: d.bots.clone(),
                     actions: d.actions.iter().map(|a| a.action_type.clone()).collect(),
+                    agents: d.agents.as_ref().map(juegoland_rpc::virtual_players_to_pb),
                 }
             })
             .collect();
@@ -296,11 +307,29 @@ impl pb::router_server::Router for RouterService {
         // The trace context the caller (a gateway, the platform, a test) sent, if any.
         let parent = Some(juegoland_telemetry::extract(request.metadata()));
         let result = match juegoland_rpc::request(request.into_inner()) {
-            Ok(request) => self.0.forward(parent, request).await,
+            Ok(request) => self.forwarder.forward(parent, request).await,
             Err(e) => Err(e),
         };
         match result {
             Ok(reply) => Ok(Response::new(juegoland_rpc::reply_to_pb(&reply))),
+            Err(e) => Err(juegoland_rpc::to_status(&e)),
+        }
+    }
+
+    async fn list_matches(&self, request: Request<pb::ListMatchesRequest>) -> Result<Response<pb::MatchPage>, Status> {
+        let directory = self.directory()?;
+        let query = juegoland_rpc::match_query(request.into_inner()).map_err(|e| juegoland_rpc::to_status(&e))?;
+        match directory.list(&query).await {
+            Ok(page) => Ok(Response::new(juegoland_rpc::match_page_to_pb(&page))),
+            Err(e) => Err(juegoland_rpc::to_status(&e)),
+        }
+    }
+
+    async fn read_feed(&self, request: Request<pb::ReadFeedRequest>) -> Result<Response<pb::FeedPage>, Status> {
+        let directory = self.directory()?;
+        let (after, limit) = juegoland_rpc::feed_query(request.get_ref()).map_err(|e| juegoland_rpc::to_status(&e))?;
+        match directory.feed(after, limit).await {
+            Ok(page) => Ok(Response::new(juegoland_rpc::feed_page_to_pb(&page))),
             Err(e) => Err(juegoland_rpc::to_status(&e)),
         }
     }

@@ -13,7 +13,7 @@ use axum::routing::get;
 use juegoland_actors::{Host, HostConfig, Metrics};
 use juegoland_bus::{Bus, LocalBus, RedisBus, RedisBusConfig};
 use juegoland_core::{Engine, Registry};
-use juegoland_edge::{EdgeOptions, EdgeState, Tokens};
+use juegoland_edge::{EdgeLimits, EdgeOptions, EdgeState, Tokens};
 use juegoland_rpc::pb;
 use juegoland_store::PgStore;
 use sqlx::postgres::PgPoolOptions;
@@ -89,6 +89,11 @@ pub struct RouterConfig {
     /// Bearer token the platform must present on create/withdraw; open when unset.
     #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
     pub platform_token: Option<String>,
+    /// The registry directory of published packages (the nodes' `--registry`): the router
+    /// then serves the public resources API (`GET /v1/packages/{id}`, `…/{version}`,
+    /// `…/{version}/{path}`). Without it those paths are not served here.
+    #[arg(long, env = "JUEGOLAND_REGISTRY")]
+    pub registry: Option<std::path::PathBuf>,
 }
 
 /// How a router or a gateway reaches a match's owner: the ring of live nodes from the
@@ -129,12 +134,74 @@ pub struct GatewayConfig {
     /// Seconds between cursors per subscription.
     #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
     pub cursor_interval: u64,
+    /// What a client may do before it is refused or closed.
+    #[command(flatten)]
+    pub limits: EdgeLimitsArgs,
+}
+
+/// The edge's limits as flags (`juegoland_edge::EdgeLimits`, whose docs say what each does;
+/// the defaults are its defaults), shared by a gateway and the all-in-one.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EdgeLimitsArgs {
+    /// Open client connections (WebSocket and Socket.IO) per process; beyond it an upgrade
+    /// gets 503 with Retry-After.
+    #[arg(long, env = "JUEGOLAND_MAX_CONNECTIONS", default_value_t = EdgeLimits::default().max_connections)]
+    pub max_connections: usize,
+    /// Open client connections per remote IP address (behind a proxy that does not keep the
+    /// client's address, raise it: every client then shares the proxy's).
+    #[arg(long, env = "JUEGOLAND_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeLimits::default().max_connections_per_address)]
+    pub max_connections_per_address: usize,
+    /// Milliseconds a client may take to send an HTTP request head (slowloris).
+    #[arg(long, env = "JUEGOLAND_HEAD_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().head_timeout))]
+    pub head_timeout_ms: u64,
+    /// Milliseconds between the server's pings on a WebSocket (engine.io's ping interval).
+    #[arg(long, env = "JUEGOLAND_PING_INTERVAL_MS", default_value_t = millis(EdgeLimits::default().ping_interval))]
+    pub ping_interval_ms: u64,
+    /// Milliseconds a WebSocket may go without a complete message or pong before it is
+    /// closed with 1008 (engine.io's ping timeout).
+    #[arg(long, env = "JUEGOLAND_IDLE_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().idle_timeout))]
+    pub idle_timeout_ms: u64,
+    /// Outgoing messages queued per connection; a client that lets it overflow is closed.
+    #[arg(long, env = "JUEGOLAND_OUTGOING_QUEUE", default_value_t = EdgeLimits::default().outgoing_queue)]
+    pub outgoing_queue: usize,
+    /// The largest WebSocket message in bytes (a fragmented one counted whole); beyond it 1009.
+    #[arg(long, env = "JUEGOLAND_MAX_MESSAGE_BYTES", default_value_t = EdgeLimits::default().max_message_bytes)]
+    pub max_message_bytes: usize,
     /// Client messages per second per connection, on average.
-    #[arg(long, env = "JUEGOLAND_RATE_LIMIT", default_value_t = 50)]
+    #[arg(long, env = "JUEGOLAND_RATE_LIMIT", default_value_t = EdgeLimits::default().messages_per_second)]
     pub rate_limit: u32,
     /// Client messages a connection may send in a burst.
-    #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
+    #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = EdgeLimits::default().burst)]
     pub rate_burst: u32,
+    /// How far a connection's RATE_LIMITED answers may outrun the rate before it is closed.
+    #[arg(long, env = "JUEGOLAND_RATE_SUSTAINED", default_value_t = EdgeLimits::default().sustained_refusals)]
+    pub rate_sustained: u32,
+    /// Live subscriptions per connection; another sync is answered RATE_LIMITED.
+    #[arg(long, env = "JUEGOLAND_MAX_SUBSCRIPTIONS", default_value_t = EdgeLimits::default().max_subscriptions)]
+    pub max_subscriptions: usize,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl EdgeLimitsArgs {
+    /// The limits these flags say.
+    pub fn limits(&self) -> EdgeLimits {
+        EdgeLimits {
+            max_connections: self.max_connections,
+            max_connections_per_address: self.max_connections_per_address,
+            head_timeout: Duration::from_millis(self.head_timeout_ms),
+            ping_interval: Duration::from_millis(self.ping_interval_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            outgoing_queue: self.outgoing_queue,
+            max_message_bytes: self.max_message_bytes,
+            messages_per_second: self.rate_limit,
+            burst: self.rate_burst,
+            sustained_refusals: self.rate_sustained,
+            max_subscriptions: self.max_subscriptions,
+        }
+    }
 }
 
 /// Settings of a scheduler process.
@@ -175,6 +242,106 @@ pub struct SchedulerConfig {
     /// before this replica claims it (0 when nodes run without local timers).
     #[arg(long, env = "JUEGOLAND_SCHEDULER_GRACE_MS", default_value_t = 200)]
     pub grace_ms: u64,
+    /// The webhook endpoints this replica delivers the platform feed to (each held by one
+    /// replica at a time).
+    #[command(flatten)]
+    pub webhooks: WebhookConfig,
+}
+
+/// Webhooks over the platform feed (`crate::webhooks`): one endpoint from flags, or several
+/// from a file (`crate::webhook_config` describes it); none by default. The same settings in
+/// the all-in-one (`juegoland dev`) and on every scheduler replica.
+#[derive(clap::Args, Debug, Clone)]
+pub struct WebhookConfig {
+    /// One webhook endpoint's URL (http:// or https://), delivered as the endpoint `default`;
+    /// several endpoints go in --webhooks-file.
+    #[arg(long = "webhook", env = "JUEGOLAND_WEBHOOK_URL", conflicts_with = "webhooks_file")]
+    pub webhook_url: Option<String>,
+    /// The secret that signs --webhook's deliveries (HMAC-SHA256).
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_SECRET", hide_env_values = true, requires = "webhook_url")]
+    pub webhook_secret: Option<String>,
+    /// A file holding --webhook's secret (its trailing whitespace ignored).
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_SECRET_FILE", conflicts_with = "webhook_secret", requires = "webhook_url")]
+    pub webhook_secret_file: Option<std::path::PathBuf>,
+    /// Only these feed kinds go to --webhook (comma-separated: created, seatChanged,
+    /// finished, cancelled); every kind by default.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_KINDS", value_delimiter = ',', requires = "webhook_url")]
+    pub webhook_kinds: Vec<String>,
+    /// A JSON file listing the webhook endpoints: {"endpoints": [{"id", "url", "secret" or
+    /// "secretFile", "kinds"?}, …]}.
+    #[arg(long, env = "JUEGOLAND_WEBHOOKS_FILE")]
+    pub webhooks_file: Option<std::path::PathBuf>,
+    /// The most feed events one webhook request carries.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_BATCH", default_value_t = 100)]
+    pub webhook_batch: u32,
+    /// How long one webhook request may take, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000)]
+    pub webhook_timeout_ms: u64,
+    /// How long an endpoint's lease keeps other deliverers away, in milliseconds (more than
+    /// twice the timeout).
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_LEASE_MS", default_value_t = 30_000)]
+    pub webhook_lease_ms: u64,
+    /// How often a caught-up deliverer looks for new events, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_POLL_MS", default_value_t = 500)]
+    pub webhook_poll_ms: u64,
+    /// The first retry's back-off after a failed delivery, in milliseconds (doubled after each
+    /// failure, with jitter).
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_BACKOFF_MS", default_value_t = 500)]
+    pub webhook_backoff_ms: u64,
+    /// The longest back-off between two attempts, in milliseconds.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_BACKOFF_MAX_MS", default_value_t = 60_000)]
+    pub webhook_backoff_max_ms: u64,
+}
+
+impl WebhookConfig {
+    /// The configured endpoints, checked (none without --webhook or --webhooks-file).
+    pub fn endpoints(&self) -> Result<Vec<crate::webhooks::Endpoint>, crate::webhook_config::WebhookConfigError> {
+        use crate::webhook_config::{DEFAULT_ENDPOINT, SecretSource, endpoint, from_file};
+        if let Some(file) = &self.webhooks_file {
+            return from_file(file);
+        }
+        let Some(url) = &self.webhook_url else { return Ok(Vec::new()) };
+        let secret = match (&self.webhook_secret, &self.webhook_secret_file) {
+            (Some(text), _) => Some(SecretSource::Inline(text)),
+            (None, Some(file)) => Some(SecretSource::File(file.clone())),
+            (None, None) => None,
+        };
+        let kinds = (!self.webhook_kinds.is_empty()).then_some(self.webhook_kinds.as_slice());
+        Ok(vec![endpoint(DEFAULT_ENDPOINT, url, secret, kinds)?])
+    }
+
+    /// The deliverer's options for `claimant`.
+    pub fn options(&self, claimant: &str) -> crate::webhooks::WebhookOptions {
+        crate::webhooks::WebhookOptions {
+            batch: self.webhook_batch,
+            timeout: Duration::from_millis(self.webhook_timeout_ms),
+            lease: Duration::from_millis(self.webhook_lease_ms),
+            poll_interval: Duration::from_millis(self.webhook_poll_ms),
+            backoff: Duration::from_millis(self.webhook_backoff_ms),
+            backoff_max: Duration::from_millis(self.webhook_backoff_max_ms),
+            ..crate::webhooks::WebhookOptions::new(claimant)
+        }
+    }
+
+    /// Starts delivering the configured endpoints from `store` as `claimant`, with metrics in
+    /// `registry`; `None` when no endpoint is configured.
+    pub fn start(
+        &self,
+        store: Arc<dyn juegoland_store::Store>,
+        claimant: &str,
+        registry: &prometheus::Registry,
+    ) -> anyhow::Result<Option<crate::webhooks::Webhooks>> {
+        let endpoints = self.endpoints().context("webhook configuration")?;
+        if endpoints.is_empty() {
+            return Ok(None);
+        }
+        let ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
+        info!(endpoints = ?ids, "delivering the platform feed to webhooks");
+        let metrics = crate::webhooks::WebhookMetrics::new(registry).context("register webhook metrics")?;
+        let webhooks = crate::webhooks::Webhooks::start(store, endpoints, self.options(claimant), metrics)
+            .context("webhook configuration")?;
+        Ok(Some(webhooks))
+    }
 }
 
 impl SchedulerConfig {
@@ -416,12 +583,12 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
         platform_token: None,
         gateway: juegoland_edge::GatewayConfig {
             cursor_interval: Duration::from_secs(config.cursor_interval),
-            messages_per_second: config.rate_limit,
-            burst: config.rate_burst,
+            limits: config.limits.limits(),
+            presence_renew: juegoland_api::PRESENCE_RENEW,
             shutdown: shutdown.clone(),
-            ..Default::default()
         },
         packages: None,
+        directory: None,
     };
     let edge =
         EdgeState::new(Arc::new(forwarder), Some(bus), tokens, prometheus, options).context("register edge metrics")?;
@@ -438,7 +605,7 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
             warn!(sessions = open, "client sessions still open after the grace period; dropping them");
         }
     };
-    axum::serve(juegoland_edge::listener(http), juegoland_edge::router(edge)).with_graceful_shutdown(stopping).await?;
+    juegoland_edge::serve(http, edge, stopping).await?;
     info!("gateway stopped");
     Ok(())
 }
@@ -473,11 +640,17 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     // and mints no tokens, so its signing key is a throwaway.
     let mut secret = vec![0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random token key: {e}"))?;
-    let tokens = Tokens::new(&secret, 60).context("token keys")?;
+    let tokens = Tokens::new(&secret, 60).context("token keys")?.without_minting();
+    let directory: Arc<dyn juegoland_api::MatchDirectory> = Arc::new(
+        juegoland_store::PgDirectory::connect_lazy(&config.routing.database_url).context("the match directory")?,
+    );
     let options = EdgeOptions {
         dev: false,
         platform_api: true,
         platform_token: config.platform_token.clone(),
+        packages: config.registry.clone(),
+        // Listings read the cluster's PostgreSQL directly: they address no match.
+        directory: Some(directory.clone()),
         ..EdgeOptions::default()
     };
     let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus, options)
@@ -490,18 +663,17 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     let mut grpc_stop = stop_rx.clone();
     let server = tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(pb::router_server::RouterServer::new(RouterService(forwarder)))
+            .add_service(pb::router_server::RouterServer::new(RouterService { forwarder, directory: Some(directory) }))
             .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), async move {
                 let _ = grpc_stop.wait_for(|s| *s).await;
             }),
     );
     let mut http_stop = stop_rx;
     let web = tokio::spawn(async move {
-        axum::serve(juegoland_edge::listener(http), juegoland_edge::router(edge))
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|s| *s).await;
-            })
-            .await
+        juegoland_edge::serve(http, edge, async move {
+            let _ = http_stop.wait_for(|s| *s).await;
+        })
+        .await
     });
     info!(grpc = %grpc_addr, http = %http_addr, "router serving");
     println!("router serving grpc http://{grpc_addr} http http://{http_addr}/");
@@ -514,8 +686,9 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
 }
 
 /// Runs a scheduler replica until SIGTERM: claims due deadlines in PostgreSQL and fires them
-/// through the routers; then lets the firings in flight finish and gives back the claims of
-/// those that failed.
+/// through the routers, and delivers the configured webhooks whose leases it holds; then lets
+/// the firings in flight finish, gives back the claims of those that failed, and releases its
+/// webhook leases.
 pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyhow::Result<()> {
     let scheduling = config.options()?;
     let options: sqlx::postgres::PgConnectOptions = config.database_url.parse().context("parse the database URL")?;
@@ -526,6 +699,8 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "scheduler").context("register process metrics")?;
     let metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
+    // The replica delivers the webhooks whose leases it holds, under its claimant name.
+    let webhooks = config.webhooks.start(Arc::new(store.clone()), &scheduling.claimant, &prometheus)?;
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
@@ -547,6 +722,9 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     info!(replica = %replica, "scheduler stopping");
     ready.store(false, std::sync::atomic::Ordering::SeqCst);
     scheduler.stop().await;
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
+    }
     let _ = stop_tx.send(true);
     let _ = web.await;
     store.close().await;

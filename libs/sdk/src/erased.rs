@@ -84,6 +84,10 @@ pub enum DecodeError {
 /// A game as the engine sees it.
 pub trait ErasedGame: Send + Sync {
     fn descriptor(&self) -> &Descriptor;
+    /// [`Game::spectators`]: whether the game defines a spectator projection.
+    fn spectators(&self) -> bool;
+    /// [`Game::handover`]: the game's default hand-over policy.
+    fn handover(&self) -> crate::Handover;
     fn schemas(&self) -> &Schemas;
 
     fn decode_position(&self, position: &JsonPosition) -> Result<LoadedPosition, DecodeError>;
@@ -193,6 +197,14 @@ fn to_json<T: Serialize>(what: &'static str, v: &T) -> Result<Value, DecodeError
 impl<G: Game> ErasedGame for Module<G> {
     fn descriptor(&self) -> &Descriptor {
         &self.descriptor
+    }
+
+    fn spectators(&self) -> bool {
+        self.game.spectators()
+    }
+
+    fn handover(&self) -> crate::Handover {
+        self.game.handover()
     }
 
     fn schemas(&self) -> &Schemas {

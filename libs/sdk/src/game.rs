@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use crate::agents::VirtualPlayers;
 use crate::position::{Flow, MatchResult, Participant, Position, Seat};
 use crate::random::{EntropySource, Services};
 
@@ -18,6 +19,11 @@ pub enum ConflictPolicy {
     /// Independent preparation of the actor's own private state: the precondition is the
     /// phase epoch and the actor's revision. A game must prove confluence to use it.
     Actor,
+    /// Real-time input (engine spec § Real-time commands): no revision; the match's
+    /// serialization point orders commands by arrival in a bounded FIFO, gives each a
+    /// command sequence, and the rules judge each against the state it meets, rejecting what
+    /// no longer makes sense (a wall, a cooldown) with a final rejection.
+    Queue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -80,6 +86,11 @@ pub struct Descriptor {
     pub actions: Vec<ActionSpec>,
     /// Built-in bot profiles a seat may be given to.
     pub bots: Vec<String>,
+    /// The seats AI agents may play ([`VirtualPlayers`]); `None`: no agent seats, never
+    /// inferred. A declaration about who may answer a seat, not part of the rules contract:
+    /// the contract digest leaves it out (docs/decisions.md, "agent seats").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<VirtualPlayers>,
 }
 
 impl Descriptor {
@@ -102,6 +113,32 @@ impl Descriptor {
     pub fn action_schema_id(&self, action_type: &str) -> String {
         format!("urn:juegoland:game:{}:action:{}:{}", self.id, action_type, self.view_schema_version)
     }
+}
+
+/// The hand-over policy of a match (engine spec § Seats): who answers "your move?" for a
+/// seat whose human is away. A disconnect alone is never a withdrawal, under any policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Handover {
+    /// Nobody: the seat waits for its human (or its turn clock, if the game has one).
+    Off,
+    /// The built-in bot `profile` plays the seat once its human has been away `afterMs`, and
+    /// hands it back when the human syncs again: same seat, no new invitation.
+    #[serde(rename_all = "camelCase")]
+    Bot {
+        #[schemars(range(min = 1000, max = 3_600_000))]
+        after_ms: u64,
+        #[schemars(length(min = 1, max = 64))]
+        profile: String,
+    },
+    /// The game's turn clock decides (its default move or timeout); the engine hands nothing
+    /// over.
+    Clock,
+}
+
+impl Handover {
+    /// The longest grace a policy may give (one hour) and the shortest (one second).
+    pub const AFTER_MS: std::ops::RangeInclusive<u64> = 1_000..=3_600_000;
 }
 
 /// Who a projection or offer list is for.
@@ -271,6 +308,23 @@ pub trait Game: Send + Sync + 'static {
         event: &Lifecycle,
         services: &mut Services<'_>,
     ) -> Result<Trans<Self>, RuleError>;
+
+    /// Whether the game defines a spectator projection: what `project`, `project_event` and
+    /// `available_actions` give [`Recipient::Spectator`] is meant for anyone the platform lets
+    /// watch (public facts only, never an offer). Without it (the default) the engine
+    /// publishes nothing for spectators and refuses to sync one, whatever a grant says. It is
+    /// a declaration about who may receive the projection, not a change of its schemas, so it
+    /// is not part of the contract digest (docs/decisions.md, "spectators").
+    fn spectators(&self) -> bool {
+        false
+    }
+
+    /// Who plays a seat whose human is away ([`Handover`]): this game's default, which a
+    /// match's creation may override. Like [`Game::spectators`], a declaration about the
+    /// seats, not the rules' contract: not part of the contract digest.
+    fn handover(&self) -> Handover {
+        Handover::Off
+    }
 
     /// A built-in bot's move for `seat`, decided outside any transaction and submitted like
     /// any seat's command. `None` when the seat has nothing to do.

@@ -107,7 +107,7 @@ impl Player {
             ("p1".to_string(), SeatHolder::Principal("bob".into())),
         ]);
         let id = Uuid::from_u128((u128::from(seed) << 64) | 1);
-        let (pending, live) = engine.create(id, &key(), seats, &json!({}), 0, &mut rng).expect("create");
+        let (pending, live) = engine.create(id, key(), seats, &json!({}), 0, &mut rng).expect("create");
         (pending.commit, Player { engine: engine.clone(), live, rng, next_id: u128::from(seed) << 64 })
     }
 

@@ -82,7 +82,7 @@ pub async fn audit(
         let key = ReceiptKey { match_id: s.match_id, principal: s.principal.clone(), command_id: s.command_id };
         report.receipts_checked += 1;
         match store.receipt(&key).await? {
-            Some(r) if r.outcome == (ReceiptOutcome::Applied { revision: s.revision }) => {}
+            Some(r) if matches!(r.outcome, ReceiptOutcome::Applied { revision, .. } if revision == s.revision) => {}
             Some(r) => report.problems.push(format!(
                 "command {} of {} in {} was acknowledged applied at revision {} but its receipt says {:?}",
                 s.command_id, s.principal, s.match_id, s.revision, r.outcome

@@ -46,6 +46,18 @@
 //! rests on the match's generation check and its commit, never on a lease.
 //! SQLite and memory claims are the same contract for one process.
 //!
+//! # Webhook cursors
+//!
+//! Each configured webhook endpoint has a durable cursor into the platform feed and a lease
+//! (migration 0015). A deliverer takes the endpoint with [`Store::claim_webhook`] (the row is
+//! created at the feed's start by the first claim; the holder renews with the same call),
+//! reads the feed after the claim's cursor, and once the endpoint answered 2xx moves the
+//! cursor with [`Store::advance_webhook`] — a compare-and-set on the holder, its epoch and the
+//! cursor it read from, so a holder that lost the endpoint (it stalled past its lease and
+//! another deliverer took over) moves nothing. Unlike a deadline claim, the lease is what
+//! keeps deliveries of one endpoint in order; a stalled holder can still send one batch the
+//! new holder sends again, which at-least-once delivery allows (receivers dedupe by event id).
+//!
 //! # Errors
 //!
 //! [`StoreError::Conflict`] means the caller's view is stale (reload); [`StoreError::Unavailable`]
@@ -61,6 +73,7 @@ use uuid::Uuid;
 mod crash;
 pub mod audit;
 mod dir_lock;
+pub mod listing;
 mod memory;
 mod pg;
 mod pg_batch;
@@ -70,7 +83,7 @@ mod sqlite_batch;
 
 pub use dir_lock::LOCK_FILE;
 pub use memory::MemoryStore;
-pub use pg::PgStore;
+pub use pg::{PgDirectory, PgStore};
 pub use sqlite::{SQLITE_FILE, SqliteStore};
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -149,6 +162,27 @@ pub struct DueDeadline {
     pub due_ms: i64,
 }
 
+/// A deliverer's hold on a webhook endpoint ([`Store::claim_webhook`]): delivery resumes after
+/// `cursor`, and only this claimant at this epoch may move it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookClaim {
+    pub endpoint: String,
+    pub claimant: String,
+    /// Grows each time the endpoint passes to a claimant that did not hold it.
+    pub epoch: u64,
+    /// The feed cursor after the last event the endpoint acknowledged (the default: none).
+    pub cursor: juegoland_api::FeedCursor,
+}
+
+/// A webhook endpoint's row as it stands (tests, tools).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookCursor {
+    pub cursor: juegoland_api::FeedCursor,
+    /// Who holds a live claim on it; `None` when released or lapsed.
+    pub claimed_by: Option<String>,
+    pub epoch: u64,
+}
+
 /// What the engine persists. Every method is one atomic operation.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -196,6 +230,19 @@ pub trait Store: Send + Sync + 'static {
     /// The ids of the matches pinned at creation to the published package whose lock has
     /// `lock_digest` (`MatchState::package`), in id order: what still needs that publication.
     async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError>;
+    /// Up to `query.limit` matches that fit `query`, newest first (creation time, then id,
+    /// both descending), after `query.after` ([`listing`]).
+    async fn list_matches(
+        &self,
+        query: &juegoland_api::MatchQuery,
+    ) -> Result<Vec<juegoland_api::MatchListing>, StoreError>;
+    /// Up to `limit` events of the platform feed after `after`, oldest first: every event
+    /// written before it is returned before it ([`listing`], migration 0014).
+    async fn feed(
+        &self,
+        after: juegoland_api::FeedCursor,
+        limit: u32,
+    ) -> Result<Vec<juegoland_api::FeedEvent>, StoreError>;
     /// Up to `limit` undispatched outbox rows written at least `min_age` ago, oldest first:
     /// ordered by match, then revision, then the order the publications of one revision were
     /// decided in. Each publication is as committed, its `trace_context` included, so a
@@ -240,6 +287,27 @@ pub trait Store: Send + Sync + 'static {
     /// The earliest due instant of the pending deadlines due strictly after `after_ms`, so a
     /// scheduler can wake for it.
     async fn next_deadline_due(&self, after_ms: i64) -> Result<Option<i64>, StoreError>;
+    /// Takes or renews `endpoint` for `claimant` for `lease` (on the store's clock), creating
+    /// its row with the cursor at the feed's start when it has none: granted when nobody
+    /// holds a live claim on it or `claimant` already does (a renewal keeps the epoch; any
+    /// other grant increments it). `None` while another claimant's claim is live. Two
+    /// claimants racing never both get it.
+    async fn claim_webhook(
+        &self,
+        endpoint: &str,
+        claimant: &str,
+        lease: Duration,
+    ) -> Result<Option<WebhookClaim>, StoreError>;
+    /// Moves `claim`'s endpoint's cursor to `to`, only while the endpoint is still held by
+    /// `claim.claimant` at `claim.epoch` (its claim may have lapsed, as long as nobody took it
+    /// since) and its cursor is still `claim.cursor`. True when it moved; false when the
+    /// claim was lost, and nothing changed.
+    async fn advance_webhook(&self, claim: &WebhookClaim, to: juegoland_api::FeedCursor) -> Result<bool, StoreError>;
+    /// Gives `claim`'s endpoint up (anyone may claim it at once), if `claim.claimant` still
+    /// holds it at `claim.epoch`; the cursor stays.
+    async fn release_webhook(&self, claim: &WebhookClaim) -> Result<(), StoreError>;
+    /// `endpoint`'s cursor and holder, or `None` before its first claim.
+    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError>;
     /// Makes this store's owner the owner of `match_id`, whoever owned it before (the last
     /// claim wins), increments its owner epoch and returns the new epoch; `None` when the
     /// match does not exist. From then on the commits of the previous owner are conflicts.

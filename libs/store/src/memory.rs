@@ -14,7 +14,7 @@ use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, Receipt
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
-use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, conflict};
+use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor, conflict};
 
 /// A stored match: its state and who owns it.
 struct Stored {
@@ -26,6 +26,10 @@ struct Stored {
 #[derive(Default)]
 struct Inner {
     matches: BTreeMap<Uuid, Stored>,
+    /// The platform feed, oldest first: (seq, row), the newest [`FEED_KEPT`].
+    feed: std::collections::VecDeque<crate::listing::FeedRow>,
+    /// The last feed `seq` handed out.
+    feed_seq: i64,
     receipts: BTreeMap<ReceiptKey, Receipt>,
     logs: BTreeMap<Uuid, Vec<LogEntry>>,
     /// (match, revision) → publications not yet dispatched, and when they were written.
@@ -37,6 +41,23 @@ struct Inner {
     /// How many finished matches are kept (`None`: all), and the kept ones, oldest first.
     finished_limit: Option<usize>,
     finished: VecDeque<Uuid>,
+    /// Webhook endpoints' cursors and claims.
+    webhooks: BTreeMap<String, Webhook>,
+}
+
+/// A webhook endpoint's cursor and its claim (`claimed_by` until `until`).
+#[derive(Default)]
+struct Webhook {
+    cursor: juegoland_api::FeedCursor,
+    claim: Option<(String, Instant)>,
+    epoch: u64,
+}
+
+impl Webhook {
+    /// Whether `claim` still holds this endpoint, lapsed or not.
+    fn held_by(&self, claim: &WebhookClaim) -> bool {
+        self.epoch == claim.epoch && self.claim.as_ref().is_some_and(|(by, _)| *by == claim.claimant)
+    }
 }
 
 type DeadlineKey = (Uuid, String, u64);
@@ -162,6 +183,23 @@ impl Store for MemoryStore {
                 }
             }
         }
+        if let Some((kind, body)) = crate::rows::feed_event(commit)? {
+            inner.feed_seq += 1;
+            let revision = crate::rows::to_i64(commit.revision_after().unwrap_or(0), "revision")?;
+            let row = (
+                0,
+                inner.feed_seq,
+                commit.match_id,
+                revision,
+                kind.to_owned(),
+                created_at(crate::rows::now_ms()),
+                body,
+            );
+            inner.feed.push_back(row);
+            if inner.feed.len() > FEED_KEPT {
+                inner.feed.pop_front();
+            }
+        }
         if let Some(r) = &commit.receipt {
             inner.receipts.insert(r.key.clone(), r.clone());
         }
@@ -214,6 +252,70 @@ impl Store for MemoryStore {
 
     async fn match_ids(&self) -> Result<Vec<Uuid>, StoreError> {
         Ok(self.inner.lock().await.matches.keys().copied().collect())
+    }
+
+    async fn list_matches(
+        &self,
+        query: &juegoland_api::MatchQuery,
+    ) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
+        use crate::listing::{MatchRow, SeatRow, listings};
+        let inner = self.inner.lock().await;
+        // The rows the SQL stores would read: creation time from the state's captured instant.
+        let mut rows: Vec<(MatchRow, Vec<SeatRow>)> = inner
+            .matches
+            .values()
+            .map(|s| {
+                let state = &s.state;
+                let id = state.match_id;
+                let status = crate::rows::match_status(state).to_owned();
+                let created = created_at(state.created_ms);
+                let row = (
+                    id,
+                    state.game.id.clone(),
+                    state.game.rules_version.clone(),
+                    state.game_version.clone(),
+                    status,
+                    created,
+                );
+                let seats: Vec<SeatRow> = crate::rows::participants(state)
+                    .into_iter()
+                    .map(|p| {
+                        (
+                            id,
+                            p.seat.to_owned(),
+                            p.principal.map(str::to_owned),
+                            p.bot_profile.map(std::borrow::Cow::into_owned),
+                            p.status.to_owned(),
+                        )
+                    })
+                    .collect();
+                (row, seats)
+            })
+            .filter(|(row, seats)| {
+                query.principal.as_ref().is_none_or(|p| seats.iter().any(|s| s.2.as_ref() == Some(p)))
+                    && query.game.as_ref().is_none_or(|g| row.1 == *g)
+                    && query.status.is_none_or(|st| row.4 == st.as_str())
+                    && query
+                        .after
+                        .as_ref()
+                        .is_none_or(|c| (row.5.as_str(), row.0) < (c.created_at.as_str(), c.match_id))
+            })
+            .collect();
+        rows.sort_by(|a, b| (&b.0.5, b.0.0).cmp(&(&a.0.5, a.0.0)));
+        rows.truncate(query.limit as usize);
+        let (rows, seats): (Vec<MatchRow>, Vec<Vec<SeatRow>>) = rows.into_iter().unzip();
+        listings(rows, seats.into_iter().flatten().collect())
+    }
+
+    async fn feed(
+        &self,
+        after: juegoland_api::FeedCursor,
+        limit: u32,
+    ) -> Result<Vec<juegoland_api::FeedEvent>, StoreError> {
+        let inner = self.inner.lock().await;
+        let after = crate::rows::to_i64(after.seq, "feed cursor")?;
+        let rows = inner.feed.iter().filter(|row| row.1 > after).take(limit as usize).cloned().collect();
+        crate::listing::feed_events(rows)
     }
 
     async fn pinned_to(&self, lock_digest: &str) -> Result<Vec<Uuid>, StoreError> {
@@ -320,6 +422,63 @@ impl Store for MemoryStore {
         Ok(self.inner.lock().await.pending().map(|d| d.due_ms).filter(|due| *due > after_ms).min())
     }
 
+    async fn claim_webhook(
+        &self,
+        endpoint: &str,
+        claimant: &str,
+        lease: Duration,
+    ) -> Result<Option<WebhookClaim>, StoreError> {
+        let mut inner = self.inner.lock().await;
+        let now = Instant::now();
+        let hook = inner.webhooks.entry(endpoint.to_owned()).or_default();
+        let mine = match &hook.claim {
+            Some((by, _)) if by == claimant => true,
+            Some((_, until)) if *until >= now => return Ok(None),
+            _ => false,
+        };
+        if !mine {
+            hook.epoch += 1;
+        }
+        hook.claim = Some((claimant.to_owned(), now + lease));
+        Ok(Some(WebhookClaim {
+            endpoint: endpoint.to_owned(),
+            claimant: claimant.to_owned(),
+            epoch: hook.epoch,
+            cursor: hook.cursor,
+        }))
+    }
+
+    async fn advance_webhook(&self, claim: &WebhookClaim, to: juegoland_api::FeedCursor) -> Result<bool, StoreError> {
+        let mut inner = self.inner.lock().await;
+        match inner.webhooks.get_mut(&claim.endpoint) {
+            Some(hook) if hook.held_by(claim) && hook.cursor == claim.cursor => {
+                hook.cursor = to;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release_webhook(&self, claim: &WebhookClaim) -> Result<(), StoreError> {
+        let mut inner = self.inner.lock().await;
+        if let Some(hook) = inner.webhooks.get_mut(&claim.endpoint)
+            && hook.held_by(claim)
+        {
+            hook.claim = None;
+        }
+        Ok(())
+    }
+
+    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
+        let inner = self.inner.lock().await;
+        let now = Instant::now();
+        Ok(inner.webhooks.get(endpoint).map(|hook| WebhookCursor {
+            cursor: hook.cursor,
+            claimed_by: hook.claim.as_ref().filter(|(_, until)| *until >= now).map(|(by, _)| by.clone()),
+            epoch: hook.epoch,
+        }))
+    }
+
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {
         let mut inner = self.inner.lock().await;
         let Some(stored) = inner.matches.get_mut(&match_id) else { return Ok(None) };
@@ -344,4 +503,19 @@ impl Store for MemoryStore {
         let inner = self.inner.lock().await;
         Ok(inner.matches.get(&match_id).map(|s| (s.owner.as_deref().map(str::to_owned), s.owner_epoch)))
     }
+}
+
+/// How many feed events the memory store keeps: it serves tests and benchmarks, and forgets
+/// old finished matches too (`MemoryStore::keeping_finished`).
+const FEED_KEPT: usize = 100_000;
+
+/// A creation instant as the SQLite store writes `created_at` (fixed width, so text order is
+/// time order).
+fn created_at(ms: i64) -> String {
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
 }

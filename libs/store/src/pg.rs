@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows::{self, Dialect, store_error};
-use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor};
 
 /// The PostgreSQL migrations (`migrations/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
@@ -67,6 +67,101 @@ const PLANNER: [(&str, &str); 5] = [
     ("jit", "off"),
     ("plan_cache_mode", "force_generic_plan"),
 ];
+
+/// A page of [`Store::list_matches`] read through `pool` (a store's, or a router's read-only
+/// [`PgDirectory`]).
+async fn list_matches(
+    pool: &PgPool,
+    query: &juegoland_api::MatchQuery,
+) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
+    use crate::listing::{MatchRow, SeatRow, listings, matches_sql};
+    let created = r#"to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"#;
+    let sql = matches_sql(created, "CAST(CAST($4 AS text) AS timestamptz)");
+    let rows: Vec<MatchRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(query.principal.as_deref())
+        .bind(query.game.as_deref())
+        .bind(query.status.map(|s| s.as_str()))
+        .bind(query.after.as_ref().map(|c| c.created_at.as_str()))
+        .bind(query.after.as_ref().map(|c| c.match_id))
+        .bind(i64::from(query.limit))
+        .fetch_all(pool)
+        .await
+        .map_err(|e| store_error(PG, "list matches", e))?;
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.0).collect();
+    let seats: Vec<SeatRow> = sqlx::query_as(
+        "SELECT match_id, seat, principal, bot_profile, status FROM participants WHERE match_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(pool)
+    .await
+    .map_err(|e| store_error(PG, "list the listed matches' seats", e))?;
+    listings(rows, seats)
+}
+
+/// Up to `limit` feed events after `after` through `pool`. Only the events of transactions
+/// older than every one still running are read (`pg_snapshot_xmin`), in (txid, seq) order:
+/// an event that commits later always sorts after what a reader has passed.
+async fn feed(
+    pool: &PgPool,
+    after: juegoland_api::FeedCursor,
+    limit: u32,
+) -> Result<Vec<juegoland_api::FeedEvent>, StoreError> {
+    let rows: Vec<crate::listing::FeedRow> = sqlx::query_as(
+        r#"SELECT txid::text::int8, seq, match_id, revision, kind,
+                  to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), body
+           FROM match_events
+           WHERE (txid, seq) > (CAST($1 AS int8)::text::xid8, $2)
+             AND txid < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY txid, seq
+           LIMIT $3"#,
+    )
+    .bind(rows::to_i64(after.txid, "feed cursor")?)
+    .bind(rows::to_i64(after.seq, "feed cursor")?)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(|e| store_error(PG, "read the feed", e))?;
+    crate::listing::feed_events(rows)
+}
+
+/// The cluster's matches as a router lists them: a small read-only pool on the cluster's
+/// PostgreSQL, without the store's migrations or group committer (the nodes own those).
+pub struct PgDirectory {
+    pool: PgPool,
+}
+
+impl PgDirectory {
+    /// Connects lazily: a router starts before PostgreSQL answers, and a listing while it is
+    /// down is `UNAVAILABLE`.
+    pub fn connect_lazy(url: &str) -> Result<Self, StoreError> {
+        let options: PgConnectOptions =
+            url.parse().map_err(|e| StoreError::Corrupt(format!("parse the database url: {e}")))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_lazy_with(options.options(PLANNER));
+        Ok(Self { pool })
+    }
+}
+
+#[async_trait::async_trait]
+impl juegoland_api::MatchDirectory for PgDirectory {
+    async fn list(
+        &self,
+        query: &juegoland_api::MatchQuery,
+    ) -> Result<juegoland_api::MatchPage, juegoland_api::MatchError> {
+        let matches = list_matches(&self.pool, query).await?;
+        Ok(crate::listing::page(query, matches))
+    }
+
+    async fn feed(
+        &self,
+        after: juegoland_api::FeedCursor,
+        limit: u32,
+    ) -> Result<juegoland_api::FeedPage, juegoland_api::MatchError> {
+        Ok(crate::listing::feed_page(after, feed(&self.pool, after, limit).await?))
+    }
+}
 
 impl PgStore {
     /// Connects to `url` (`postgres://user@host:port/db`) with [`PgStore::pool_options`] and
@@ -249,10 +344,11 @@ impl Store for PgStore {
 
     async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         // Audits and tools only: a match's actor reads its receipts once (`receipts`).
-        let found: Option<(String, Option<String>, i64)> = sqlx::query_as(
-            "SELECT fingerprint, outcome, 0::int8 FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3
+        let found: Option<(String, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT fingerprint, outcome, 0::int8, NULL::int8 FROM receipts WHERE match_id = $1 AND principal = $2 AND command_id = $3
              UNION ALL
-             SELECT fingerprint, NULL, revision FROM revisions WHERE match_id = $1 AND principal = $2 AND command_id = $3",
+             SELECT fingerprint, NULL, revision, CASE WHEN entry LIKE '%\"sequence\":%' THEN (entry::jsonb #>> '{op,sequence}')::int8 END FROM revisions
+             WHERE match_id = $1 AND principal = $2 AND command_id = $3",
         )
         .bind(key.match_id)
         .bind(&key.principal)
@@ -264,10 +360,10 @@ impl Store for PgStore {
     }
 
     async fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
-        let found: Vec<(String, Uuid, String, Option<String>, i64)> = sqlx::query_as(
-            "SELECT principal, command_id, fingerprint, outcome, 0::int8 FROM receipts WHERE match_id = $1
+        let found: Vec<(String, Uuid, String, Option<String>, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT principal, command_id, fingerprint, outcome, 0::int8, NULL::int8 FROM receipts WHERE match_id = $1
              UNION ALL
-             SELECT principal, command_id, fingerprint, NULL, revision FROM revisions
+             SELECT principal, command_id, fingerprint, NULL, revision, CASE WHEN entry LIKE '%\"sequence\":%' THEN (entry::jsonb #>> '{op,sequence}')::int8 END FROM revisions
              WHERE match_id = $1 AND command_id IS NOT NULL",
         )
         .bind(match_id)
@@ -276,8 +372,9 @@ impl Store for PgStore {
         .map_err(|e| store_error(PG, "load receipts", e))?;
         found
             .into_iter()
-            .map(|(principal, command_id, fingerprint, outcome, revision)| {
-                rows::receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
+            .map(|(principal, command_id, fingerprint, outcome, revision, sequence)| {
+                let key = ReceiptKey { match_id, principal, command_id };
+                rows::receipt(key, (fingerprint, outcome, revision, sequence))
             })
             .collect()
     }
@@ -310,6 +407,21 @@ impl Store for PgStore {
             .await
             .map_err(|e| store_error(PG, "list the matches pinned to a lock digest", e))?;
         Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn list_matches(
+        &self,
+        query: &juegoland_api::MatchQuery,
+    ) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
+        list_matches(&self.pool, query).await
+    }
+
+    async fn feed(
+        &self,
+        after: juegoland_api::FeedCursor,
+        limit: u32,
+    ) -> Result<Vec<juegoland_api::FeedEvent>, StoreError> {
+        feed(&self.pool, after, limit).await
     }
 
     async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
@@ -471,6 +583,79 @@ impl Store for PgStore {
                 .await
                 .map_err(|e| store_error(PG, "find the next due deadline", e))?;
         Ok(due)
+    }
+
+    async fn claim_webhook(
+        &self,
+        endpoint: &str,
+        claimant: &str,
+        lease: Duration,
+    ) -> Result<Option<WebhookClaim>, StoreError> {
+        // One statement: a concurrent claim waits for the row's lock and then tests the
+        // `WHERE` against the winner's claim, so two claimants never both get it.
+        let row: Option<(i64, i64, i64)> = sqlx::query_as(
+            "INSERT INTO webhook_cursors AS w (endpoint, claimed_by, claim_until, claim_epoch)
+             VALUES ($1, $2, now() + $3 * interval '1 millisecond', 1)
+             ON CONFLICT (endpoint) DO UPDATE
+             SET claimed_by = EXCLUDED.claimed_by,
+                 claim_until = EXCLUDED.claim_until,
+                 claim_epoch = CASE WHEN w.claimed_by = EXCLUDED.claimed_by THEN w.claim_epoch
+                                    ELSE w.claim_epoch + 1 END
+             WHERE w.claimed_by IS NULL OR w.claimed_by = EXCLUDED.claimed_by OR w.claim_until < now()
+             RETURNING w.claim_epoch, w.txid, w.seq",
+        )
+        .bind(endpoint)
+        .bind(claimant)
+        .bind(rows::millis(lease))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "claim a webhook endpoint", e))?;
+        row.map(|row| rows::webhook_claim(endpoint, claimant, row)).transpose()
+    }
+
+    async fn advance_webhook(&self, claim: &WebhookClaim, to: juegoland_api::FeedCursor) -> Result<bool, StoreError> {
+        let (epoch, txid, seq) = rows::webhook_fence(claim)?;
+        let moved = sqlx::query(
+            "UPDATE webhook_cursors SET txid = $6, seq = $7, advanced_at = now()
+             WHERE endpoint = $1 AND claimed_by = $2 AND claim_epoch = $3 AND txid = $4 AND seq = $5",
+        )
+        .bind(&claim.endpoint)
+        .bind(&claim.claimant)
+        .bind(epoch)
+        .bind(txid)
+        .bind(seq)
+        .bind(rows::to_i64(to.txid, "webhook cursor")?)
+        .bind(rows::to_i64(to.seq, "webhook cursor")?)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "advance a webhook cursor", e))?;
+        Ok(moved.rows_affected() == 1)
+    }
+
+    async fn release_webhook(&self, claim: &WebhookClaim) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE webhook_cursors SET claimed_by = NULL, claim_until = NULL
+             WHERE endpoint = $1 AND claimed_by = $2 AND claim_epoch = $3",
+        )
+        .bind(&claim.endpoint)
+        .bind(&claim.claimant)
+        .bind(rows::to_i64(claim.epoch, "webhook claim epoch")?)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "release a webhook endpoint", e))?;
+        Ok(())
+    }
+
+    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
+        let row: Option<(i64, i64, Option<String>, i64)> = sqlx::query_as(
+            "SELECT txid, seq, CASE WHEN claim_until >= now() THEN claimed_by END, claim_epoch
+             FROM webhook_cursors WHERE endpoint = $1",
+        )
+        .bind(endpoint)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(PG, "read a webhook cursor", e))?;
+        row.map(rows::webhook_cursor).transpose()
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

@@ -289,7 +289,9 @@ async fn attempt(pool: &PgPool, jobs: &[Job], owner: Option<&str>) -> Result<(),
 /// its new state no longer holds are closed (`fired` when it is the fired generation, else
 /// `cancelled`) and the wanted ones not pending yet are added: the rule of
 /// `rows::plan_deadlines` (which the SQLite store runs), in SQL so the batch stays one round
-/// trip; the deadline cases of the behaviour suite hold both to it. `$47` aborts the
+/// trip; the deadline cases of the behaviour suite hold both to it. `$48`–`$51` are the
+/// platform feed's events of the batch (`fed`, `match_events`), written for the matches that
+/// passed. `$47` aborts the
 /// statement (`guard`) when any commit lost its fence: nothing of the batch is then written.
 /// The guard's row (`'g'`) is selected only so that it is evaluated.
 ///
@@ -383,6 +385,10 @@ WITH
       AND NOT EXISTS (SELECT 1 FROM deadlines AS d
                       WHERE d.match_id = w.match_id AND d.deadline_id = w.deadline_id
                         AND d.generation = w.generation AND d.state = 'pending')),
+  fed AS (
+    INSERT INTO match_events (match_id, revision, kind, body)
+    SELECT u.* FROM UNNEST($48::uuid[], $49::int8[], $50::text[], $51::text[]) AS u(match_id, revision, kind, body)
+    WHERE u.match_id IN (SELECT match_id FROM passed)),
   guard AS (
     SELECT CASE WHEN $47::bool
                  AND ((SELECT count(*) FROM passed) <> cardinality($1::uuid[]) + cardinality($10::uuid[])
@@ -433,6 +439,8 @@ struct Batch<'a> {
     deadlines: DeadlineColumns<'a>,
     /// The generation each advanced match's commit fired.
     fired: (Vec<Uuid>, Vec<i64>),
+    /// The platform feed's events (`rows::feed_event`): match, revision, kind, body.
+    feed: (Vec<Uuid>, Vec<i64>, Vec<&'static str>, Vec<String>),
 }
 
 #[derive(Default)]
@@ -474,7 +482,8 @@ struct SeatColumns<'a> {
     ids: Vec<Uuid>,
     seats: Vec<&'a str>,
     principals: Vec<Option<&'a str>>,
-    bots: Vec<Option<&'a str>>,
+    /// Bot profiles, and agent profiles behind `rows::AGENT_PROFILE`.
+    bots: Vec<Option<String>>,
     statuses: Vec<&'static str>,
 }
 
@@ -542,13 +551,19 @@ impl<'a> Batch<'a> {
                     b.fired.0.push(c.match_id);
                     b.fired.1.push(generation);
                 }
+                if let Some((kind, body)) = rows::feed_event(c)? {
+                    b.feed.0.push(c.match_id);
+                    b.feed.1.push(rows::to_i64(state.revision, "revision")?);
+                    b.feed.2.push(kind);
+                    b.feed.3.push(body);
+                }
                 let participants = if c.participants_may_change() { rows::participants(state) } else { Vec::new() };
                 for p in participants {
                     if c.expected_revision.is_none() {
                         b.seated.ids.push(c.match_id);
                         b.seated.seats.push(p.seat);
                         b.seated.principals.push(p.principal);
-                        b.seated.bots.push(p.bot_profile);
+                        b.seated.bots.push(p.bot_profile.map(std::borrow::Cow::into_owned));
                         b.seated.statuses.push(p.status);
                     } else {
                         b.reseated.0.push(c.match_id);
@@ -620,6 +635,10 @@ impl<'a> Batch<'a> {
             .bind(&self.fired.0)
             .bind(&self.fired.1)
             .bind(abort_if_fenced)
+            .bind(&self.feed.0)
+            .bind(&self.feed.1)
+            .bind(&self.feed.2)
+            .bind(&self.feed.3)
             .fetch_all(&mut *conn)
             .await;
         let found = match found {

@@ -1,6 +1,7 @@
 //! What both SQL backends share: how a [`Commit`] maps to rows, and how sqlx errors map to
 //! [`StoreError`]. The SQL text itself lives in each backend, since the dialects differ.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use juegoland_core::{
@@ -177,9 +178,20 @@ impl SnapshotColumns {
 pub(crate) struct ParticipantRow<'a> {
     pub seat: &'a str,
     pub principal: Option<&'a str>,
-    pub bot_profile: Option<&'a str>,
+    /// A bot seat's profile, or an agent seat's profile behind [`AGENT_PROFILE`].
+    pub bot_profile: Option<Cow<'a, str>>,
     pub status: &'static str,
 }
+
+/// How a `participants` row tells an agent seat (issue 23): no principal, and its profile in
+/// the `bot_profile` column (the column of the seats no platform principal holds) behind this
+/// prefix, which no bot profile may start with (the registry refuses such a game). No
+/// migration: the row keeps exactly one holder column, and listings decode it back.
+pub(crate) const AGENT_PROFILE: &str = juegoland_core::state::AGENT_PREFIX;
+
+/// How a `participants` row tells a replay match's seat: no principal, and this in the
+/// `bot_profile` column (no bot profile may start with a reserved prefix).
+pub(crate) const REPLAY_PROFILE: &str = juegoland_core::state::REPLAY_PREFIX;
 
 /// The participants of a match as rows: the seat holders, with the status the position
 /// gives each seat (a seat the position does not list is active).
@@ -190,7 +202,9 @@ pub(crate) fn participants(state: &MatchState) -> Vec<ParticipantRow<'_>> {
         .map(|(seat, holder)| {
             let (principal, bot_profile) = match holder {
                 SeatHolder::Principal(p) => (Some(p.as_str()), None),
-                SeatHolder::Bot(b) => (None, Some(b.as_str())),
+                SeatHolder::Bot(b) => (None, Some(Cow::Borrowed(b.as_str()))),
+                SeatHolder::Agent(a) => (None, Some(Cow::Owned(format!("{AGENT_PROFILE}{a}")))),
+                SeatHolder::Replay => (None, Some(Cow::Borrowed(REPLAY_PROFILE))),
             };
             let status = match state.position.participants.get(seat).map(|p| &p.status) {
                 Some(ParticipantStatus::Withdrawn) => "withdrawn",
@@ -361,18 +375,85 @@ pub(crate) fn encode<T: serde::Serialize>(what: &str, value: &T) -> Result<Strin
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("encode {what}: {e}")))
 }
 
-/// A receipt from its columns: `(fingerprint, outcome, revision)`, where a `receipts` row (a
-/// final rejection) has its outcome and a `revisions` row (an applied command) has none: it
-/// was applied at its revision.
+/// A receipt from its columns: `(fingerprint, outcome, revision, sequence)`, where a
+/// `receipts` row (a final rejection) has its outcome (a `queue` command's sequence in it)
+/// and a `revisions` row (an applied command) has none: it was applied at its revision, and
+/// a `queue` command's sequence is the one its log entry carries.
 pub(crate) fn receipt(
     key: ReceiptKey,
-    (fingerprint, outcome, revision): (String, Option<String>, i64),
+    (fingerprint, outcome, revision, sequence): (String, Option<String>, i64, Option<i64>),
 ) -> Result<Receipt, StoreError> {
     let outcome = match outcome {
         Some(text) => decode("receipt outcome", key.match_id, &text)?,
-        None => ReceiptOutcome::Applied { revision: to_u64(revision, "revision")? },
+        None => ReceiptOutcome::Applied {
+            revision: to_u64(revision, "revision")?,
+            sequence: sequence.map(|s| to_u64(s, "sequence")).transpose()?,
+        },
     };
     Ok(Receipt { key, fingerprint, outcome })
+}
+
+/// The platform feed's event a commit causes (`match_events`): its kind and body (the match's
+/// summary at the new revision); `None` for the commits of play. A creation is `created`; a
+/// commit that ends the match `finished` or `cancelled` (a finished match takes no further
+/// commit); a withdrawal that leaves the match going `seatChanged`.
+pub(crate) fn feed_event(c: &Commit) -> Result<Option<(&'static str, String)>, StoreError> {
+    use juegoland_sdk::MatchResult;
+    let Some(state) = c.state.as_deref() else { return Ok(None) };
+    // A seat changed hands: withdrawn, or taken by a bot standing in for its away human and
+    // handed back.
+    let withdrawal = matches!(
+        c.log.as_ref().map(|l| &l.op),
+        Some(LoggedOp::Lifecycle { event: juegoland_sdk::Lifecycle::Withdrawal { .. }, .. } | LoggedOp::Control { .. })
+    );
+    let kind = match (&state.position.result, c.expected_revision) {
+        (_, None) => "created",
+        (Some(MatchResult::Completed { .. }), _) => "finished",
+        (Some(MatchResult::Cancelled { .. }), _) => "cancelled",
+        (None, Some(_)) if withdrawal => "seatChanged",
+        (None, Some(_)) => return Ok(None),
+    };
+    Ok(Some((kind, encode("feed event", &juegoland_api::MatchSummary::of(state))?)))
+}
+
+/// A granted webhook claim from its row's (epoch, txid, seq).
+pub(crate) fn webhook_claim(
+    endpoint: &str,
+    claimant: &str,
+    (epoch, txid, seq): (i64, i64, i64),
+) -> Result<crate::WebhookClaim, StoreError> {
+    Ok(crate::WebhookClaim {
+        endpoint: endpoint.to_owned(),
+        claimant: claimant.to_owned(),
+        epoch: to_u64(epoch, "webhook claim epoch")?,
+        cursor: juegoland_api::FeedCursor {
+            txid: to_u64(txid, "webhook cursor")?,
+            seq: to_u64(seq, "webhook cursor")?,
+        },
+    })
+}
+
+/// A webhook endpoint's row from its (txid, seq, live holder, epoch).
+pub(crate) fn webhook_cursor(
+    (txid, seq, claimed_by, epoch): (i64, i64, Option<String>, i64),
+) -> Result<crate::WebhookCursor, StoreError> {
+    Ok(crate::WebhookCursor {
+        cursor: juegoland_api::FeedCursor {
+            txid: to_u64(txid, "webhook cursor")?,
+            seq: to_u64(seq, "webhook cursor")?,
+        },
+        claimed_by,
+        epoch: to_u64(epoch, "webhook claim epoch")?,
+    })
+}
+
+/// The bindings of a claim's compare-and-set: endpoint, claimant, epoch, cursor txid and seq.
+pub(crate) fn webhook_fence(claim: &crate::WebhookClaim) -> Result<(i64, i64, i64), StoreError> {
+    Ok((
+        to_i64(claim.epoch, "webhook claim epoch")?,
+        to_i64(claim.cursor.txid, "webhook cursor")?,
+        to_i64(claim.cursor.seq, "webhook cursor")?,
+    ))
 }
 
 #[cfg(test)]

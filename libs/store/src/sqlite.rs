@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::dir_lock::DirLock;
 use crate::rows::{self, Dialect, store_error};
 use crate::sqlite_batch::{Readers, Writer};
-use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor};
 
 /// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -298,6 +298,59 @@ impl Store for SqliteStore {
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
+    async fn list_matches(
+        &self,
+        query: &juegoland_api::MatchQuery,
+    ) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
+        use crate::listing::{MatchRow, SeatRow, listings, matches_sql};
+        // `created_at` is written as '%Y-%m-%dT%H:%M:%fZ': fixed width already.
+        let sql = matches_sql("m.created_at", "CAST($4 AS text)");
+        let rows: Vec<MatchRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(query.principal.as_deref())
+            .bind(query.game.as_deref())
+            .bind(query.status.map(|s| s.as_str()))
+            .bind(query.after.as_ref().map(|c| c.created_at.as_str()))
+            .bind(query.after.as_ref().map(|c| c.match_id))
+            .bind(i64::from(query.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| store_error(LITE, "list matches", e))?;
+        // At most a page of ids, each bound as its own parameter.
+        let marks = vec!["?"; rows.len()].join(", ");
+        let sql = format!(
+            "SELECT match_id, seat, principal, bot_profile, status FROM participants WHERE match_id IN ({marks})"
+        );
+        let mut seats_query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+        for row in &rows {
+            seats_query = seats_query.bind(row.0);
+        }
+        let seats: Vec<SeatRow> = match rows.is_empty() {
+            true => Vec::new(),
+            false => seats_query
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| store_error(LITE, "list the listed matches' seats", e))?,
+        };
+        listings(rows, seats)
+    }
+
+    async fn feed(
+        &self,
+        after: juegoland_api::FeedCursor,
+        limit: u32,
+    ) -> Result<Vec<juegoland_api::FeedEvent>, StoreError> {
+        // One writer commits in order: `seq` is the feed's order.
+        let rows: Vec<crate::listing::FeedRow> = sqlx::query_as(
+            "SELECT 0, seq, match_id, revision, kind, at, body FROM match_events WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(rows::to_i64(after.seq, "feed cursor")?)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "read the feed", e))?;
+        crate::listing::feed_events(rows)
+    }
+
     async fn undispatched(&self, limit: usize, min_age: Duration) -> Result<Vec<OutboxRow>, StoreError> {
         // Every revision has at least one publication or none waits for it, so `limit`
         // revisions hold at least `limit` publications. Read with rusqlite, which tells a
@@ -421,6 +474,79 @@ impl Store for SqliteStore {
                 .await
                 .map_err(|e| store_error(LITE, "find the next due deadline", e))?;
         Ok(due)
+    }
+
+    async fn claim_webhook(
+        &self,
+        endpoint: &str,
+        claimant: &str,
+        lease: Duration,
+    ) -> Result<Option<WebhookClaim>, StoreError> {
+        // One statement, so atomic; claim_until is on SQLite's clock, as ISO 8601 text that
+        // compares in time order.
+        let row: Option<(i64, i64, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO webhook_cursors AS w (endpoint, claimed_by, claim_until, claim_epoch)
+             VALUES ($1, $2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now', $3), 1)
+             ON CONFLICT (endpoint) DO UPDATE
+             SET claimed_by = excluded.claimed_by,
+                 claim_until = excluded.claim_until,
+                 claim_epoch = CASE WHEN w.claimed_by = excluded.claimed_by THEN w.claim_epoch
+                                    ELSE w.claim_epoch + 1 END
+             WHERE w.claimed_by IS NULL OR w.claimed_by = excluded.claimed_by OR w.claim_until < {NOW}
+             RETURNING claim_epoch, txid, seq"
+        )))
+        .bind(endpoint)
+        .bind(claimant)
+        .bind(format!("+{:.3} seconds", lease.as_secs_f64()))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "claim a webhook endpoint", e))?;
+        row.map(|row| rows::webhook_claim(endpoint, claimant, row)).transpose()
+    }
+
+    async fn advance_webhook(&self, claim: &WebhookClaim, to: juegoland_api::FeedCursor) -> Result<bool, StoreError> {
+        let (epoch, txid, seq) = rows::webhook_fence(claim)?;
+        let moved = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE webhook_cursors SET txid = $6, seq = $7, advanced_at = {NOW}
+             WHERE endpoint = $1 AND claimed_by = $2 AND claim_epoch = $3 AND txid = $4 AND seq = $5"
+        )))
+        .bind(&claim.endpoint)
+        .bind(&claim.claimant)
+        .bind(epoch)
+        .bind(txid)
+        .bind(seq)
+        .bind(rows::to_i64(to.txid, "webhook cursor")?)
+        .bind(rows::to_i64(to.seq, "webhook cursor")?)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "advance a webhook cursor", e))?;
+        Ok(moved.rows_affected() == 1)
+    }
+
+    async fn release_webhook(&self, claim: &WebhookClaim) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE webhook_cursors SET claimed_by = NULL, claim_until = NULL
+             WHERE endpoint = $1 AND claimed_by = $2 AND claim_epoch = $3",
+        )
+        .bind(&claim.endpoint)
+        .bind(&claim.claimant)
+        .bind(rows::to_i64(claim.epoch, "webhook claim epoch")?)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "release a webhook endpoint", e))?;
+        Ok(())
+    }
+
+    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
+        let row: Option<(i64, i64, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT txid, seq, CASE WHEN claim_until >= {NOW} THEN claimed_by END, claim_epoch
+             FROM webhook_cursors WHERE endpoint = $1"
+        )))
+        .bind(endpoint)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| store_error(LITE, "read a webhook cursor", e))?;
+        row.map(rows::webhook_cursor).transpose()
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

@@ -455,6 +455,13 @@ fn rest(conn: &Connection, commit: &Commit, seq: i64) -> Result<(), StoreError> 
         }
     }
 
+    if let Some((kind, body)) = rows::feed_event(commit)? {
+        let revision = rows::to_i64(commit.revision_after().unwrap_or(0), "revision")?;
+        conn.prepare_cached("INSERT INTO match_events (match_id, revision, kind, body) VALUES (?1, ?2, ?3, ?4)")
+            .and_then(|mut s| s.execute(params![match_id, revision, kind, body]))
+            .map_err(err)?;
+    }
+
     Ok(())
 }
 
@@ -560,22 +567,22 @@ impl Readers {
 
     pub(crate) fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         let params = params![key.match_id, key.principal, key.command_id];
-        let found: Option<(String, Option<String>, i64)> = self.with("load receipt", |c| {
+        let found: Option<(String, Option<String>, i64, Option<i64>)> = self.with("load receipt", |c| {
             let rejected = c
                 .prepare_cached(
-                    "SELECT fingerprint, outcome, 0 FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
+                    "SELECT fingerprint, outcome, 0, NULL FROM receipts WHERE match_id = ?1 AND principal = ?2 AND command_id = ?3",
                 )?
-                .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
                 .optional()?;
             match rejected {
                 Some(found) => Ok(Some(found)),
                 None => c
                     .prepare_cached(
-                        "SELECT fingerprint, NULL, revision FROM revisions
+                        "SELECT fingerprint, NULL, revision, CASE WHEN instr(entry, '\"sequence\":') > 0 THEN json_extract(entry, '$.op.sequence') END FROM revisions
                          WHERE match_seq = (SELECT seq FROM matches WHERE match_id = ?1)
                            AND principal = ?2 AND command_id = ?3",
                     )?
-                    .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+                    .query_row(params, |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))
                     .optional(),
             }
         })?;
@@ -599,20 +606,24 @@ impl Readers {
     }
 
     pub(crate) fn receipts(&self, match_id: Uuid) -> Result<Vec<Receipt>, StoreError> {
-        let found: Vec<(String, Uuid, String, Option<String>, i64)> = self.with("load receipts", |c| {
+        type Row = (String, Uuid, String, Option<String>, i64, Option<i64>);
+        let found: Vec<Row> = self.with("load receipts", |c| {
             c.prepare_cached(
-                "SELECT principal, command_id, fingerprint, outcome, 0 FROM receipts WHERE match_id = ?1
+                "SELECT principal, command_id, fingerprint, outcome, 0, NULL FROM receipts WHERE match_id = ?1
                  UNION ALL
-                 SELECT principal, command_id, fingerprint, NULL, revision FROM revisions
+                 SELECT principal, command_id, fingerprint, NULL, revision, CASE WHEN instr(entry, '\"sequence\":') > 0 THEN json_extract(entry, '$.op.sequence') END FROM revisions
                  WHERE match_seq = (SELECT seq FROM matches WHERE match_id = ?1) AND command_id IS NOT NULL",
             )?
-            .query_map(params![match_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))?
+            .query_map(params![match_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+            })?
             .collect()
         })?;
         found
             .into_iter()
-            .map(|(principal, command_id, fingerprint, outcome, revision)| {
-                rows::receipt(ReceiptKey { match_id, principal, command_id }, (fingerprint, outcome, revision))
+            .map(|(principal, command_id, fingerprint, outcome, revision, sequence)| {
+                let key = ReceiptKey { match_id, principal, command_id };
+                rows::receipt(key, (fingerprint, outcome, revision, sequence))
             })
             .collect()
     }

@@ -19,7 +19,9 @@
 //!   match and command it happened in — except, in a process that keeps no traces and logs
 //!   nothing below `info`, spans with the target [`TRACE_ONLY`] (the spans of every move),
 //!   which it does not create at all: the warnings and errors of a move name their match and
-//!   command themselves.
+//!   command themselves. The crates that log whole messages below `info` (rmcp's MCP
+//!   requests and results, socketioxide's and engineioxide's packets) are capped at `info`
+//!   whatever it says, so no projection, payload or token reaches a line through them.
 //! - `JUEGOLAND_LOG_FORMAT`: `text` (human lines) or `json` (one JSON object per line: time,
 //!   level, target, message, the event's fields, the fields of every enclosing span — match
 //!   id, command id, revision where known — the innermost span's name, and `trace_id` /
@@ -361,7 +363,23 @@ struct LogFilter {
     traces: bool,
 }
 
+/// Crates whose lines below `info` write whole messages — rmcp logs every MCP request and
+/// response (an agent's `play` arguments, its seat's projection in `get_view`); socketioxide
+/// and engineioxide, with their `tracing` feature, every Socket.IO packet (handshake tokens,
+/// commands, snapshots) — so their lines are capped at `info` whatever `RUST_LOG` asks: no
+/// private hand, payload or token reaches a log line through them. Found by the
+/// authorization matrix's scan of a `RUST_LOG=debug` run (`services/juegoland/tests/it/authz.rs`).
+const PAYLOAD_LOGGERS: [&str; 3] = ["rmcp", "socketioxide", "engineioxide"];
+
 impl LogFilter {
+    /// A line (or span) below `info` of a crate that logs whole messages ([`PAYLOAD_LOGGERS`]).
+    fn is_capped(meta: &tracing::Metadata<'_>) -> bool {
+        *meta.level() > Level::INFO
+            && PAYLOAD_LOGGERS
+                .iter()
+                .any(|c| meta.target().strip_prefix(c).is_some_and(|rest| rest.is_empty() || rest.starts_with("::")))
+    }
+
     fn is_context_span(meta: &tracing::Metadata<'_>) -> bool {
         meta.is_span() && *meta.level() <= Level::INFO && meta.target().starts_with("juegoland")
     }
@@ -375,11 +393,13 @@ impl LogFilter {
 
 impl<S: Subscriber> Filter<S> for LogFilter {
     fn enabled(&self, meta: &tracing::Metadata<'_>, cx: &layer::Context<'_, S>) -> bool {
-        !self.is_hidden(meta) && (Self::is_context_span(meta) || Filter::enabled(&self.events, meta, cx))
+        !self.is_hidden(meta)
+            && !Self::is_capped(meta)
+            && (Self::is_context_span(meta) || Filter::enabled(&self.events, meta, cx))
     }
 
     fn callsite_enabled(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
-        if self.is_hidden(meta) {
+        if self.is_hidden(meta) || Self::is_capped(meta) {
             Interest::never()
         } else if Self::is_context_span(meta) {
             Interest::always()
@@ -847,6 +867,36 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             assert!(!tracing::info_span!(target: TRACE_ONLY, "store.commit").is_disabled());
         });
+    }
+
+    #[test]
+    fn crates_that_log_whole_messages_are_capped_at_info_whatever_rust_log_asks() {
+        if passed_in_a_process_of_its_own(
+            "tests::crates_that_log_whole_messages_are_capped_at_info_whatever_rust_log_asks",
+        ) {
+            return;
+        }
+        let lines = Lines::default();
+        let subscriber = tracing_subscriber::registry().with(log_layer_with(
+            LogFormat::Json,
+            lines.clone(),
+            false,
+            EnvFilter::new("debug"),
+        ));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::debug!(target: "rmcp::service", result = "the seat's view", "response message");
+            tracing::debug!(target: "socketioxide::client", "received message: 40{{\"token\":\"…\"}}");
+            tracing::debug!(target: "engineioxide", "emitting eio msg");
+            tracing::info!(target: "rmcp::service", "serve finished");
+            tracing::debug!(target: "rmcpx", "another crate");
+            tracing::debug!(target: "juegoland_test", "a line of ours");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).expect("utf-8");
+        let messages: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json")["message"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(messages, ["serve finished", "another crate", "a line of ours"], "{text}");
     }
 
     #[test]

@@ -5,11 +5,15 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{TempDir, free_port};
+use crate::{Member, TempDir, free_port};
 
 /// PING in the Redis protocol, by hand: the readiness check needs nothing more.
-async fn ping(port: u16) -> Result<(), String> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.map_err(|e| e.to_string())?;
+async fn ping(host: std::net::Ipv4Addr, port: u16) -> Result<(), String> {
+    let connect = tokio::net::TcpStream::connect((host, port));
+    let mut s = tokio::time::timeout(Duration::from_secs(1), connect)
+        .await
+        .map_err(|_| "no answer to the connection".to_string())?
+        .map_err(|e| e.to_string())?;
     s.write_all(b"*1\r\n$4\r\nPING\r\n").await.map_err(|e| e.to_string())?;
     let mut buf = [0u8; 7];
     tokio::time::timeout(Duration::from_secs(1), s.read_exact(&mut buf))
@@ -25,24 +29,56 @@ pub struct PrivateRedis {
     port: u16,
     dir: TempDir,
     child: Option<Child>,
+    /// Where the server runs: the root namespace on 127.0.0.1, or a lab member's namespace
+    /// on its address.
+    place: Option<Member>,
 }
 
 impl PrivateRedis {
     pub async fn start() -> PrivateRedis {
-        let mut server = PrivateRedis { port: free_port(), dir: TempDir::new("redis"), child: None };
+        Self::start_at(None).await
+    }
+
+    /// The same, inside a [`crate::NetLab`] member's namespace, listening on its address.
+    pub async fn start_on(member: &Member) -> PrivateRedis {
+        Self::start_at(Some(member.clone())).await
+    }
+
+    async fn start_at(place: Option<Member>) -> PrivateRedis {
+        let mut server = PrivateRedis { port: free_port(), dir: TempDir::new("redis"), child: None, place };
         server.restart().await;
         server
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        format!("redis://{}:{}/", self.host(), self.port)
+    }
+
+    fn host(&self) -> std::net::Ipv4Addr {
+        self.place.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, Member::addr)
     }
 
     /// Starts the (killed) server again on the same port and waits until it answers.
     pub async fn restart(&mut self) {
         assert!(self.child.is_none(), "the private redis-server is already running");
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        let mut command = match &self.place {
+            Some(member) => member.command("redis-server"),
+            None => Command::new("redis-server"),
+        };
+        let bind = self.host().to_string();
+        let child = command
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                &bind,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+            ])
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
@@ -52,7 +88,7 @@ impl PrivateRedis {
         self.child = Some(child);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
-            match ping(self.port).await {
+            match ping(self.host(), self.port).await {
                 Ok(()) => return,
                 Err(e) if tokio::time::Instant::now() > deadline => {
                     panic!("the private redis-server on port {} did not answer within 10 s: {e}", self.port)

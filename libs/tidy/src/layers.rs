@@ -24,7 +24,8 @@ pub enum Layer {
     Infra,
     /// `services/*`: the binaries, the only shell that does IO.
     Service,
-    /// `loadtest`: a tool, held to the same rules as a service.
+    /// `loadtest` and the fuzz targets (`fuzz`, a side workspace: [`crate::side`]): tools,
+    /// held to the same rules as a service.
     Tool,
 }
 
@@ -65,7 +66,7 @@ impl Layer {
             Layer::Package => "libs/packages",
             Layer::Infra => "libs/<name>",
             Layer::Service => "services/<name>",
-            Layer::Tool => "loadtest",
+            Layer::Tool => "loadtest or fuzz",
         }
     }
 
@@ -137,7 +138,7 @@ pub fn layer_of(dir: &str) -> Option<Layer> {
         ["libs", "tidy"] => Some(Layer::Infra),
         ["libs", _] => Some(Layer::Infra),
         ["services", _] => Some(Layer::Service),
-        ["loadtest"] => Some(Layer::Tool),
+        ["loadtest"] | ["fuzz"] => Some(Layer::Tool),
         _ => None,
     }
 }
@@ -158,6 +159,7 @@ mod tests {
             ("libs/tidy", Some(Layer::Infra)),
             ("services/juegoland", Some(Layer::Service)),
             ("loadtest", Some(Layer::Tool)),
+            ("fuzz", Some(Layer::Tool)),
             ("libs/games", None),
             ("libs/store/sqlite", None),
             ("tools/xtask", None),

@@ -13,7 +13,9 @@
 //! - [`clippy`]: the `disallowed-methods`/`disallowed-types` every pure crate's nearest
 //!   `clippy.toml` must carry;
 //! - [`manifest`]: `[lints] workspace = true`, versions only in `[workspace.dependencies]`,
-//!   and a `//!` doc comment at every crate root.
+//!   and a `//!` doc comment at every crate root;
+//! - [`side`]: the same rules for the side workspaces (`fuzz/`), which `cargo metadata` on
+//!   the product does not see, plus their lints and lock agreeing with the product's.
 //!
 //! The ratchet table itself lives next to the tests that use it, in `tests/it/main.rs`.
 //! Every failure message says how to fix the problem, not only what broke.
@@ -26,6 +28,7 @@ pub mod deps;
 pub mod graph;
 pub mod layers;
 pub mod manifest;
+pub mod side;
 
 use std::path::PathBuf;
 

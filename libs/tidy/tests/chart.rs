@@ -268,7 +268,9 @@ fn chart_renders_and_validates_with_its_default_values() {
         assert!(node.has_env(env), "the node sets {env}");
     }
     assert!(container(&containers, "gateway").has_env("JUEGOLAND_JWT_SECRET"));
-    assert!(container(&containers, "scheduler").has_env("JUEGOLAND_REPLICA_ID"));
+    let scheduler = container(&containers, "scheduler");
+    assert!(scheduler.has_env("JUEGOLAND_REPLICA_ID"));
+    assert!(!scheduler.has_env("JUEGOLAND_WEBHOOKS_FILE"), "no webhooks by default");
 }
 
 #[test]
@@ -295,6 +297,8 @@ fn chart_renders_with_existing_secrets_and_a_public_key() {
     let gateway = container(&containers, "gateway");
     assert!(gateway.has_env("JUEGOLAND_JWT_PUBLIC_KEY_FILE") && !gateway.has_env("JUEGOLAND_JWT_SECRET"));
     assert!(container(&containers, "router").has_env("JUEGOLAND_PLATFORM_TOKEN"));
+    let scheduler = container(&containers, "scheduler");
+    assert!(scheduler.has_env("JUEGOLAND_WEBHOOKS_FILE") && scheduler.has_env("JUEGOLAND_WEBHOOK_LEASE_MS"));
 }
 
 #[test]

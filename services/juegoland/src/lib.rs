@@ -1,6 +1,6 @@
-//! The all-in-one composition: every role in one process (the deadline scheduler included),
-//! with an embedded store and an in-process bus behind the same traits and code paths the
-//! cluster uses.
+//! The all-in-one composition: every role in one process (the deadline scheduler and the
+//! webhook deliverer included), with an embedded store and an in-process bus behind the same
+//! traits and code paths the cluster uses.
 //!
 //! Owns: the command line, the registry of compiled-in games, wiring (engine → host →
 //! edge), `replay`, `publish` and the state-migration admin operation (`admin`). Must not use: another service crate.
@@ -35,7 +35,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run every role in one process and serve the page, the protocol and the API.
+    /// Run every role in one process and serve the web client, the protocol and the API.
     Dev(DevConfig),
     /// Re-run stored matches from their log and randomness trace with their pinned rules and
     /// report any divergence from the stored state (exit code 1 if any).
@@ -174,15 +174,16 @@ pub struct DevConfig {
     /// Seconds between cursors per subscription.
     #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
     pub cursor_interval: u64,
-    /// Client messages per second per connection, on average.
-    #[arg(long, env = "JUEGOLAND_RATE_LIMIT", default_value_t = 50)]
-    pub rate_limit: u32,
-    /// Client messages a connection may send in a burst.
-    #[arg(long, env = "JUEGOLAND_RATE_BURST", default_value_t = 100)]
-    pub rate_burst: u32,
+    /// What a client may do before it is refused or closed (the gateway's flags).
+    #[command(flatten)]
+    pub limits: juegoland_roles::EdgeLimitsArgs,
     /// Published packages whose public files `GET /v1/packages/…` serves.
     #[command(flatten)]
     pub packages: publish::RegistryConfig,
+    /// Webhooks over the platform feed, delivered by this process (the same flags as a
+    /// scheduler replica's).
+    #[command(flatten)]
+    pub webhooks: juegoland_roles::WebhookConfig,
 }
 
 /// Logs as structured lines (`RUST_LOG` filters, default `info`; human text unless
@@ -269,14 +270,17 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     let host_config =
         HostConfig { idle_passivation: Duration::from_secs(config.idle_passivation), ..Default::default() };
     let store = config.store.open().await?;
+    let directory = Arc::new(juegoland_store::listing::Directory(store.clone()));
     let bus: Arc<dyn Bus> = Arc::new(LocalBus::default());
     let host =
         Host::start(engine, store.clone(), bus.clone(), metrics, host_config).await.context("start the match host")?;
     // The deadline scheduler runs in process: it claims due deadlines in this store and fires
     // them through the host, as a scheduler replica fires through the routers.
     let scheduler_metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;
+    // So does the webhook deliverer: it holds every endpoint's lease, as a replica would.
+    let webhooks = config.webhooks.start(store.clone(), ALL_IN_ONE, &prometheus)?;
     let scheduler =
-        Scheduler::start(store, Arc::new(host.clone()), SchedulerOptions::new("all-in-one"), scheduler_metrics);
+        Scheduler::start(store, Arc::new(host.clone()), SchedulerOptions::new(ALL_IN_ONE), scheduler_metrics);
     // After the store: its directory lock means no other process writes the secret.
     let secret = match &config.jwt_secret {
         Some(s) => s.as_bytes().to_vec(),
@@ -289,11 +293,11 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
         platform_token: config.platform_token.clone(),
         gateway: GatewayConfig {
             cursor_interval: Duration::from_secs(config.cursor_interval),
-            messages_per_second: config.rate_limit,
-            burst: config.rate_burst,
+            limits: config.limits.limits(),
             ..Default::default()
         },
         packages: Some(config.packages.registry.clone()),
+        directory: Some(directory),
     };
     let edge = EdgeState::new(
         Arc::new(host.clone()),
@@ -308,13 +312,18 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     info!(%addr, "juegoland dev is listening; open http://{addr}/");
     // Tests and scripts read this line to find the port when started with port 0.
     println!("listening on http://{addr}/");
-    axum::serve(juegoland_edge::listener(listener), juegoland_edge::router(edge))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serve")?;
+    juegoland_edge::serve(listener, edge, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("serve")?;
     scheduler.stop().await;
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
+    }
     host.stop().await;
     Ok(())
 }
+
+/// The all-in-one's name in the store's deadline claims and webhook leases.
+const ALL_IN_ONE: &str = "all-in-one";

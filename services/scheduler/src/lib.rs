@@ -1,6 +1,6 @@
 //! The cluster's deadline scheduler process (`juegoland-scheduler`), as deployed: the catalog
-//! of compiled-in games and [`juegoland_roles::run_scheduler`]. `juegoland scheduler` runs the
-//! same code.
+//! of compiled-in games and [`juegoland_roles::run_scheduler`], which also delivers the
+//! configured webhooks. `juegoland scheduler` runs the same code.
 //!
 //! Owns: nothing but the composition. Must not use: another service crate.
 

@@ -17,17 +17,21 @@ use juegoland_store::{MemoryStore, Store};
 use serde_json::json;
 use uuid::Uuid;
 
+mod agents;
 mod pg;
+mod presence;
+mod queue;
 mod supervision;
 
 async fn host(idle: Duration) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     host_with(HostConfig { idle_passivation: idle, ..Default::default() }).await
 }
 
-async fn host_with(config: HostConfig) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
+pub(crate) async fn host_with(config: HostConfig) -> (Host, Arc<MemoryStore>, prometheus::Registry) {
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
     registry.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).unwrap();
+    registry.register(juegoland_sdk::erase(juegoland_laberinto::Laberinto)).unwrap();
     let store = Arc::new(MemoryStore::new());
     let prom = prometheus::Registry::new();
     let host = Host::start(
@@ -474,18 +478,20 @@ async fn the_sweeper_re_dispatches_publications_with_their_commits_trace_context
         store.undispatched(10, Duration::ZERO).await.unwrap().into_iter().map(|r| r.publication).collect();
     let contexts: Vec<(u64, Option<String>)> =
         waiting.iter().map(|p| (p.revision, p.trace_context.as_deref().map(str::to_owned))).collect();
-    assert_eq!(contexts.len(), 4, "two seats, two revisions: {contexts:?}");
-    assert!(contexts[..2].iter().all(|(r, tp)| *r == 1 && tp.is_none()), "{contexts:?}");
-    let stored = contexts[2].1.clone().expect("the continued trace's commit stored its context");
+    // Conecta 4 publishes to its two seats and its spectators.
+    let per_revision = 3;
+    assert_eq!(contexts.len(), 2 * per_revision, "three recipients, two revisions: {contexts:?}");
+    assert!(contexts[..per_revision].iter().all(|(r, tp)| *r == 1 && tp.is_none()), "{contexts:?}");
+    let stored = contexts[per_revision].1.clone().expect("the continued trace's commit stored its context");
     // The commit's own span, in the caller's trace: neither the caller's span nor a new trace.
     assert!(stored.starts_with(&format!("00-{trace}-")) && !stored.contains("00f067aa0ba902b7"), "{stored}");
-    assert!(contexts[2..].iter().all(|(r, tp)| *r == 2 && tp.as_deref() == Some(&*stored)), "{contexts:?}");
+    assert!(contexts[per_revision..].iter().all(|(r, tp)| *r == 2 && tp.as_deref() == Some(&*stored)), "{contexts:?}");
 
     // The bus comes back: the sweeper sends both revisions, each with what was stored.
     let mut sub = bus.subscribe(m).await.unwrap();
     bus.up.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut swept = Vec::new();
-    while swept.len() < 4 {
+    while swept.len() < 2 * per_revision {
         match tokio::time::timeout(Duration::from_secs(5), sub.next()).await.expect("the sweeper publishes") {
             Some(BusItem::Publication(p)) => swept.push((p.revision, p.trace_context.as_deref().map(str::to_owned))),
             other => panic!("unexpected {other:?}"),

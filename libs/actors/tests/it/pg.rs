@@ -162,13 +162,13 @@ async fn two_nodes_owning_one_match_cannot_fork_it() {
         let store = store_b.clone();
         async move { store.receipt(&key).await.unwrap().map(|r| r.outcome) }
     };
-    assert!(matches!(receipt("alice", 1).await, Some(ReceiptOutcome::Applied { revision: 1 })));
+    assert!(matches!(receipt("alice", 1).await, Some(ReceiptOutcome::Applied { revision: 1, .. })));
     assert!(matches!(
         receipt("alice", 2).await,
         Some(ReceiptOutcome::Rejected { revision: 1, code: RejectionCode::StaleRevision, .. })
     ));
-    assert!(matches!(receipt("bob", 3).await, Some(ReceiptOutcome::Applied { revision: 2 })));
-    assert!(matches!(receipt("alice", 4).await, Some(ReceiptOutcome::Applied { revision: 3 })));
+    assert!(matches!(receipt("bob", 3).await, Some(ReceiptOutcome::Applied { revision: 2, .. })));
+    assert!(matches!(receipt("alice", 4).await, Some(ReceiptOutcome::Applied { revision: 3, .. })));
 
     drop((a, b));
     store_a.close().await;
@@ -273,7 +273,7 @@ async fn postgres_restarted_under_a_running_workload() {
             let key = receipt.key;
             assert_eq!(store.receipt(&key).await.unwrap().map(|r| r.outcome), Some(receipt.outcome.clone()));
             let at = sent.iter().position(|id| *id == key.command_id).unwrap() as u64;
-            assert_eq!(receipt.outcome, ReceiptOutcome::Applied { revision: at + 1 }, "{key:?}");
+            assert_eq!(receipt.outcome, ReceiptOutcome::applied(at + 1), "{key:?}");
         }
         // Nothing half-committed: publications only with logged revisions, and every applied
         // command's publications are there.

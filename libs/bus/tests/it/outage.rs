@@ -86,6 +86,13 @@ async fn calls_to_a_hung_redis_time_out_and_subscriptions_resync_after() {
     let failed = bus.publish(&two).await;
     assert!(matches!(failed, Err(BusError::Unavailable(_))), "publish to a hung redis: {failed:?}");
     assert!(started.elapsed() < FAIL_FAST, "publish took {:?} to fail", started.elapsed());
+    // Redis did not answer: the next publishes do not wait on it again (a silent Redis must
+    // not add its timeout to every commit's answer); the outbox keeps them for the sweeper.
+    let again = bus.publish(&two).await;
+    assert!(
+        matches!(&again, Err(BusError::Unavailable(m)) if m.contains("not waiting on it")),
+        "the publish after an unanswered one waited on redis again: {again:?}"
+    );
     // Long enough for the reader's own read to time out (block time plus reply bound).
     assert_quiet(&mut sub, Duration::from_secs(2)).await;
 

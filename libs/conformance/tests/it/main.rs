@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, check_confluence, check_privacy};
+use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, SPECTATOR, check_confluence, check_privacy};
 use juegoland_core::{GameKey, Registry};
 use juegoland_sdk::{EntropySource, JsonPosition};
 use serde_json::json;
@@ -39,6 +39,29 @@ fn a_public_game_passes_and_its_playouts_finish() {
     assert!(report.commands > 50, "{report:?}");
     assert!(report.finished_matches > 0, "{report:?}");
     assert!(report.outputs_checked > report.commands);
+    // Conecta 4 defines a spectator projection: the spectators' outputs are checked too.
+    assert!(report.spectator_outputs_checked > report.commands / 2, "{report:?}");
+}
+
+/// Pretends the last move is secret from spectators only: the seats' outputs pass, the
+/// spectators' must be caught.
+struct SecretFromSpectators;
+impl PrivacyOracle for SecretFromSpectators {
+    fn forbidden(&self, p: &JsonPosition, recipient: &str) -> Vec<Pattern> {
+        match p.data.to_value().get("lastMove") {
+            Some(m) if !m.is_null() && recipient == SPECTATOR => {
+                vec![Pattern::object(json!({"row": m["row"], "column": m["column"]}))]
+            }
+            _ => vec![],
+        }
+    }
+}
+
+#[test]
+fn what_leaks_to_spectators_only_is_reported_for_the_spectators() {
+    let leak = check_privacy(registry(), &cfg(), &SecretFromSpectators).expect_err("spectators see the last move");
+    assert_eq!(leak.recipient, SPECTATOR, "{leak:?}");
+    assert!(leak.output == "snapshot" || leak.output == "publication", "{leak:?}");
 }
 
 /// Pretends the last move is secret: every output naming its column must be caught.

@@ -357,6 +357,36 @@ fn several_versions_of_one_game_live_side_by_side() {
     assert!(err.0.contains("not loaded"), "{err}");
 }
 
+/// Found by the `game_commands` fuzz target: a platform cancellation under a reason code Hundido
+/// gives its own cancellations (`abandoned`: both seats ran out of time; `withdrawal-in-placement`)
+/// made a position Hundido's invariants call corrupt, and the cancellation faulted (INTERNAL).
+/// Such a code is now refused as an invalid reason, changing nothing; a platform code cancels.
+#[test]
+fn a_cancellation_under_a_reason_code_the_game_keeps_for_itself_is_refused() {
+    let mut r = juegoland_core::Registry::new();
+    r.register(juegoland_sdk::erase(juegoland_hundido::Hundido)).unwrap();
+    let engine = juegoland_core::Engine::new(std::sync::Arc::new(r));
+    let seats = [("p0", "alice"), ("p1", "bob")]
+        .iter()
+        .map(|(s, p)| (s.to_string(), juegoland_core::SeatHolder::Principal(p.to_string())))
+        .collect();
+    let key = juegoland_core::GameKey { id: "hundido".into(), rules_version: "1.0.0".into() };
+    let (_, mut live) = engine.create(Uuid::from_u128(9), key, seats, &json!({}), 0, &mut SplitMix64(1)).unwrap();
+    let cancel = |code: &str| LifecycleRequest::Cancel { reason_code: code.to_owned() };
+    for reserved in [juegoland_hundido::REASON_ABANDONED, juegoland_hundido::REASON_WITHDRAWAL_IN_PLACEMENT] {
+        match engine.lifecycle(&live, &cancel(reserved), 10, &mut SplitMix64(2)) {
+            Err(LifecycleError::InvalidReason(message)) => {
+                assert!(message.contains("hundido gives its own results") && message.contains("platform."), "{message}")
+            }
+            Err(e) => panic!("{reserved}: {e}"),
+            Ok(_) => panic!("{reserved} cancelled the match"),
+        }
+    }
+    let pending = engine.lifecycle(&live, &cancel("platform.abandoned"), 10, &mut SplitMix64(2)).unwrap();
+    live.advance(pending);
+    assert_eq!(live.state().position.result, Some(MatchResult::cancelled("platform.abandoned")));
+}
+
 #[test]
 fn cancellation_invents_no_winner_and_stops_offers_and_deadlines() {
     let mut h = Harness::new("prep", &[("p0", "ann"), ("p1", "ben")], json!({"target": 1000}), 11);
@@ -450,6 +480,19 @@ impl juegoland_core::PublishedPackages for OnePublication {
             Err(e) => Err(e.clone()),
             Ok(digest) => Ok((id == self.id && version == self.version).then(|| digest.clone())),
         }
+    }
+
+    /// Its one publication, for the rules of its own version.
+    fn game_versions(&self, id: &str) -> Result<Vec<juegoland_core::PublishedGame>, String> {
+        let digest = self.lock_digest(id, self.version)?;
+        Ok(digest
+            .map(|lock_digest| juegoland_core::PublishedGame {
+                version: self.version.to_owned(),
+                rules_version: self.version.to_owned(),
+                lock_digest,
+            })
+            .into_iter()
+            .collect())
     }
 }
 
@@ -595,5 +638,5 @@ fn a_match_migrates_to_another_rules_version_replays_and_restores() {
     assert_eq!(unpinned.target.package, None);
     let unpublished = publishing_old.migrate(&pinned, &v11).expect_err("1.1.0 is not published");
     assert!(matches!(unpublished, MigrationError::TargetUnpublished { .. }), "{unpublished}");
-    assert!(unpublished.to_string().contains("conecta4@1.1.0 is not published"), "{unpublished}");
+    assert!(unpublished.to_string().contains("no package of conecta4 is published for rules 1.1.0"), "{unpublished}");
 }

@@ -142,6 +142,7 @@ impl Game for Prep {
                 ActionSpec::of::<Empty>("giveUp", ConflictPolicy::Match),
             ],
             bots: vec![],
+            agents: None,
         }
     }
 

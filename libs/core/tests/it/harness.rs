@@ -15,7 +15,9 @@ use uuid::Uuid;
 pub fn registry() -> Arc<Registry> {
     let mut r = Registry::new();
     r.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    r.register(juegoland_sdk::erase(juegoland_brisca::Brisca)).unwrap();
     r.register(juegoland_sdk::erase(crate::fixture::Prep)).unwrap();
+    r.register(juegoland_sdk::erase(crate::tap::Tap)).unwrap();
     Arc::new(r)
 }
 
@@ -51,10 +53,14 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(game: &str, seats: &[(&str, &str)], config: Value, seed: u64) -> Harness {
-        let engine = Engine::new(registry());
-        let key = GameKey { id: game.into(), rules_version: "1.0.0".into() };
         let seats: BTreeMap<_, _> =
             seats.iter().map(|(s, p)| (s.to_string(), SeatHolder::Principal(p.to_string()))).collect();
+        Harness::with_seats(game, seats, config, seed)
+    }
+
+    pub fn with_seats(game: &str, seats: BTreeMap<String, SeatHolder>, config: Value, seed: u64) -> Harness {
+        let engine = Engine::new(registry());
+        let key = GameKey { id: game.into(), rules_version: "1.0.0".into() };
         let mut entropy = SplitMix64(seed);
         let match_id = Uuid::from_u128(0x1234_5678 + seed as u128);
         let (pending, live) = engine.create(match_id, &key, seats, &config, 1_000, &mut entropy).expect("create");
@@ -76,6 +82,12 @@ impl Harness {
 
     pub fn conecta4() -> Harness {
         Harness::new("conecta4", &[("p0", "alice"), ("p1", "bob")], json!({}), 1)
+    }
+
+    /// Conecta 4 with `alice` at p0 and `p1` as given.
+    pub fn conecta4_with(p1: SeatHolder) -> Harness {
+        let seats = BTreeMap::from([("p0".to_owned(), SeatHolder::Principal("alice".into())), ("p1".to_owned(), p1)]);
+        Harness::with_seats("conecta4", seats, json!({}), 1)
     }
 
     pub fn state(&self) -> &MatchState {

@@ -3,8 +3,15 @@
 //! through the pipeline, and a fixture game for `actor` counters and cooperative results.
 
 mod acceptance;
+mod agents;
 mod check;
+mod choice;
 mod fixture;
+mod golden;
 mod harness;
 mod props;
+mod queue;
 mod recover;
+mod seats;
+mod spectators;
+mod tap;

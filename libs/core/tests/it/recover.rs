@@ -22,7 +22,7 @@ fn engine() -> Engine {
 
 /// A match of `game` between bots, played to its end (or `max` revisions): every committed
 /// state (index = revision) and the log.
-fn played(
+pub(crate) fn played(
     engine: &Engine,
     game: &str,
     seats: usize,

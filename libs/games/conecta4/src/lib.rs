@@ -29,6 +29,7 @@
 //! view shows the clock (public), and the visible `clock.expired` event precedes the
 //! default disc or the result.
 
+pub mod agents;
 pub mod model;
 
 mod board;
@@ -242,7 +243,18 @@ impl Game for Conecta4 {
             }],
             actions: vec![ActionSpec::of::<DropPayload>(ACTION_DROP, ConflictPolicy::Match)],
             bots: vec![BOT_DEFAULT.to_owned()],
+            agents: Some(agents::virtual_players()),
         }
+    }
+
+    /// Everything is public: spectators see the whole board, as the seats do.
+    fn spectators(&self) -> bool {
+        true
+    }
+
+    /// A bot takes the seat of a human away for 30 s and hands it back when the human returns.
+    fn handover(&self) -> juegoland_sdk::Handover {
+        juegoland_sdk::Handover::Bot { after_ms: 30_000, profile: BOT_DEFAULT.to_owned() }
     }
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {

@@ -51,6 +51,14 @@ impl Game for Conecta4V11 {
         Descriptor { version: VERSION_1_1.to_owned(), rules_version: VERSION_1_1.to_owned(), ..Conecta4.descriptor() }
     }
 
+    fn spectators(&self) -> bool {
+        Conecta4.spectators()
+    }
+
+    fn handover(&self) -> juegoland_sdk::Handover {
+        Conecta4.handover()
+    }
+
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
         Conecta4.setup(input, services)
     }

@@ -49,6 +49,7 @@
 //! shooter lose (`timeout`). The visible `clock.expired` event names the seat; views show
 //! the running deadline and per-player budgets (public); deadline payloads are internal.
 
+pub mod agents;
 pub mod fleet;
 pub mod model;
 
@@ -287,7 +288,19 @@ impl Game for Hundido {
                 ActionSpec::of::<FirePayload>(ACTION_FIRE, ConflictPolicy::Match),
             ],
             bots: vec![BOT_DEFAULT.to_owned()],
+            agents: Some(agents::virtual_players()),
         }
+    }
+
+    /// Spectators see the public facts only: shots, their results and sunk ships, never an
+    /// unsunk ship's cells (`own` is `null`).
+    fn spectators(&self) -> bool {
+        true
+    }
+
+    /// A bot takes the seat of a human away for 30 s and hands it back when the human returns.
+    fn handover(&self) -> juegoland_sdk::Handover {
+        juegoland_sdk::Handover::Bot { after_ms: 30_000, profile: BOT_DEFAULT.to_owned() }
     }
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {

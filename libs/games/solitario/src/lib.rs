@@ -34,6 +34,7 @@
 //! Flow counters: `turn` is the number of accepted card actions (`moves`) and `round` the
 //! number of recycles; neither ever decreases. A finished match has no actors.
 
+pub mod agents;
 pub mod model;
 
 mod bot;
@@ -162,7 +163,14 @@ impl Game for Solitario {
                 ActionSpec::of::<NoPayload>(ACTION_GIVE_UP, ConflictPolicy::Match),
             ],
             bots: vec![BOT_DEFAULT.to_owned()],
+            agents: Some(agents::virtual_players()),
         }
+    }
+
+    /// Spectators see the public table: face-up cards and counts, never a face-down card's
+    /// identity or the stock's order.
+    fn spectators(&self) -> bool {
+        true
     }
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {

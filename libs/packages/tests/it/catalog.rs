@@ -11,12 +11,12 @@ use juegoland_packages::rules::{check_module, check_schemas, schema_texts};
 use juegoland_packages::validate::{self, Available};
 use juegoland_packages::{Package, Rejection};
 use juegoland_sdk::ErasedGame;
-use juegoland_sdk::components::{ComponentDefinition, CustomRegistry, poker52};
+use juegoland_sdk::components::{ComponentDefinition, CustomRegistry, DiceDefinition, poker52, spanish40};
 
 use crate::support::crate_dir;
 
-pub const GAMES: [&str; 3] = ["conecta4", "hundido", "solitario"];
-pub const LIBRARIES: [&str; 3] = ["playing-cards", "spanish-cards", "cards-poker"];
+pub const GAMES: [&str; 7] = ["conecta4", "hundido", "solitario", "brisca", "oca", "serpientes", "laberinto"];
+pub const LIBRARIES: [&str; 5] = ["playing-cards", "spanish-cards", "cards-poker", "cards-spanish", "board-games"];
 
 pub fn game_dir(game: &str) -> PathBuf {
     crate_dir().join("../games").join(game).join("package")
@@ -55,7 +55,9 @@ fn every_library_validates() {
     assert_eq!(
         kinds,
         [
+            ("board-games@1.0.0".to_owned(), PackageKind::Components),
             ("cards-poker@1.0.0".to_owned(), PackageKind::Assets),
+            ("cards-spanish@1.0.0".to_owned(), PackageKind::Assets),
             ("playing-cards@1.0.0".to_owned(), PackageKind::Components),
             ("spanish-cards@1.0.0".to_owned(), PackageKind::Components),
         ]
@@ -72,12 +74,59 @@ fn the_shared_decks_are_the_sdk_definitions() {
     let poker: ComponentDefinition = get("playing-cards").parse_file("components/poker52.json", "").unwrap();
     assert_eq!(poker, ComponentDefinition::Deck(poker52()));
     let spanish: ComponentDefinition = get("spanish-cards").parse_file("components/spanish40.json", "").unwrap();
-    let ComponentDefinition::Deck(spanish) = spanish else { panic!("spanish40 is a deck") };
-    spanish.validate().unwrap();
-    assert_eq!(spanish.cards.len(), 40);
-    assert!(spanish.cards.iter().all(|c| matches!(c.rank, 1..=7 | 10..=12)));
+    assert_eq!(spanish, ComponentDefinition::Deck(spanish40()));
     let Manifest::Library(art) = &get("cards-poker").manifest else { panic!("cards-poker is a library") };
     assert_eq!(art.resources.len(), 1, "one graphic resource draws all 52 faces and the back");
+    let Manifest::Library(art) = &get("cards-spanish").manifest else { panic!("cards-spanish is a library") };
+    assert_eq!(art.resources.len(), 1, "one graphic resource draws all 40 faces and the back");
+}
+
+/// Brisca's deck is drawn by `cards-spanish/standard`: a slot for each of the 40
+/// `spanish40` cards, by its definition id, and a back (the deck is hidden), all drawn by the
+/// library's one graphic.
+#[test]
+fn brisca_binds_its_deck_to_the_spanish_art() {
+    let available = libraries();
+    let get = |id: &str| available.values().find(|p| p.manifest.id() == id).unwrap();
+    let set: juegoland_packages::resource::ResourceSet =
+        get("cards-spanish").parse_file("sets/standard.json", "").unwrap();
+    let ids: Vec<String> = spanish40().cards.into_iter().map(|c| c.id).collect();
+    let mut slots: Vec<String> = set.slots.keys().cloned().collect();
+    slots.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(slots, want, "a face for every card");
+    assert!(set.slots.iter().all(|(id, s)| s.resource == "spanish-graphic" && s.slot.as_deref() == Some(id.as_str())));
+    assert_eq!(set.back.as_ref().map(|b| b.slot.as_deref()), Some(Some("back")));
+    let brisca = Package::read_dir(&game_dir("brisca")).unwrap();
+    let Manifest::Game(game) = &brisca.manifest else { panic!("brisca is a game") };
+    let binding = serde_json::to_value(&game.presentation.bindings).unwrap();
+    assert_eq!(
+        binding,
+        serde_json::json!([{"componentId": "mainDeck", "resourceSet": {"source": "dependency", "packageId": "cards-spanish", "export": "standard"}}])
+    );
+}
+
+/// The `board-games` library's files are the SDK definitions the dice games' rules load
+/// (`juegoland_oca::oca63`, `juegoland_serpientes::serpientes100`, a fair d6). With
+/// `UPDATE_SCHEMAS=1` they are rewritten instead.
+#[test]
+fn the_board_games_library_holds_the_rules_boards_and_die() {
+    let render = |d: ComponentDefinition| serde_json::to_string_pretty(&d).unwrap() + "\n";
+    let files = vec![
+        ("d6.json".to_owned(), render(ComponentDefinition::Dice(DiceDefinition::fair(6)))),
+        ("oca63.json".to_owned(), render(ComponentDefinition::Board(juegoland_oca::oca63()))),
+        ("serpientes100.json".to_owned(), render(ComponentDefinition::Board(juegoland_serpientes::serpientes100()))),
+    ];
+    juegoland_testkit::check_generated(&library_dir("board-games").join("components"), &files, true, crate::REGENERATE);
+    // And each game declares exactly those components.
+    for (game, components) in [("oca", juegoland_oca::components()), ("serpientes", juegoland_serpientes::components())]
+    {
+        let d: Vec<(String, ComponentDefinition)> =
+            components.into_iter().map(|c| (c.component_id, c.definition)).collect();
+        assert_eq!(d.len(), 2, "{game}");
+        assert_eq!(d[1].1, ComponentDefinition::Dice(DiceDefinition::fair(6)), "{game}");
+    }
 }
 
 #[test]
@@ -95,6 +144,27 @@ fn every_catalog_game_validates_with_its_module() {
             plan.validate(&package.label(path), &EffectRegistry::standard()).unwrap_or_else(|e| panic!("{e}"));
         }
     }
+}
+
+/// The plans the catalog packages ship (each what the web client's module builds for a
+/// sample transition: `clients/web/test/package-plans.test.ts`) use every effect the
+/// registry knows, and every game declares some: the registry and the client's modules
+/// describe the same effects.
+#[test]
+fn the_catalog_plans_use_every_registered_effect() {
+    let mut used = std::collections::BTreeSet::new();
+    for game in GAMES {
+        let package = Package::read_dir(&game_dir(game)).unwrap();
+        let Manifest::Game(manifest) = &package.manifest else { panic!("{game} is a game") };
+        assert!(!manifest.presentation.plans.is_empty(), "{game} declares no presentation plan");
+        for path in &manifest.presentation.plans {
+            let plan: PresentationPlan = package.parse_file(path, "").unwrap();
+            used.extend(plan.steps.into_iter().map(|s| s.effect));
+        }
+    }
+    let registered: std::collections::BTreeSet<String> =
+        EffectRegistry::standard().names().map(str::to_owned).collect();
+    assert_eq!(used, registered);
 }
 
 #[test]

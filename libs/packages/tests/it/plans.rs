@@ -99,3 +99,44 @@ fn over_limit_plans() {
     });
     check(plan(relaxed.collect())).unwrap();
 }
+
+/// The params of the web client's effects: required and optional fields, their types, and
+/// nothing else.
+#[test]
+fn the_client_effects_params() {
+    let one = |effect: &str, params: Value| {
+        check(plan(vec![json!({"id": "a", "effect": effect, "params": params, "trigger": {"after": []},
+                                "blocking": false, "timeoutMs": 500})]))
+    };
+    let reason = |effect: &str, params: Value| one(effect, params).expect_err("refused").to_string();
+    // Optional fields may be absent, but not of another type.
+    one("piece.drop", json!({"column": 3, "row": 0})).unwrap();
+    one("piece.drop", json!({"column": 3, "row": 0, "seat": "p0", "rows": 6})).unwrap();
+    assert!(
+        reason("piece.drop", json!({"column": 3, "row": 0, "rows": "six"})).contains("params.rows has the wrong type")
+    );
+    assert!(
+        reason("card.move", json!({"from": "waste", "to": "tableau1", "count": 1, "cards": []}))
+            .contains("params.cards is not a parameter")
+    );
+    // Brisca's faces are Spanish ones.
+    one("card.play", json!({"seat": "p1", "card": {"suit": "copas", "rank": 12}})).unwrap();
+    assert!(reason("card.play", json!({"seat": "p1", "card": {"suit": "hearts", "rank": 12}})).contains("params.card"));
+    assert!(reason("card.play", json!({"seat": "p1", "card": {"suit": "copas", "rank": 8}})).contains("params.card"));
+    one("trick.collect", json!({"seat": "p0", "cards": [{"seat": "p1", "card": {"suit": "oros", "rank": 1}}]}))
+        .unwrap();
+    assert!(reason("trick.collect", json!({"seat": "p0", "cards": [{"seat": "p1"}]})).contains("params.cards"));
+    // Dice of 1–6; a resting effect the boards name.
+    one("dice.roll", json!({"seat": "p0", "roll": [6, 3]})).unwrap();
+    assert!(reason("dice.roll", json!({"seat": "p0", "roll": [7]})).contains("params.roll"));
+    assert!(reason("dice.roll", json!({"seat": "p0", "roll": []})).contains("params.roll"));
+    one("square.effect", json!({"seat": "p0", "from": 19, "to": 19, "via": "inn"})).unwrap();
+    assert!(
+        reason("square.effect", json!({"seat": "p0", "from": 1, "to": 2, "via": "teleport"})).contains("params.via")
+    );
+    assert!(reason("pause.read", json!({"ms": 60_000})).contains("params.ms"));
+    // Laberinto's.
+    one("maze.step", json!({"seat": "p1", "from": 10, "to": 11})).unwrap();
+    assert!(reason("maze.flash", json!({"kind": "confetti", "cell": 3})).contains("params.kind"));
+    assert!(reason("maze.cue", json!({})).contains("params.cue is missing"));
+}

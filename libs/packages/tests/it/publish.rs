@@ -83,7 +83,9 @@ fn every_shipped_package_publishes_with_a_real_lock() {
     let registry = scratch.path().join("registry");
     publish_libraries(&registry);
     publish(&registry, &library_dir("spanish-cards")).unwrap();
-    for game in ["conecta4", "hundido", "solitario"] {
+    publish(&registry, &library_dir("cards-spanish")).unwrap();
+    publish(&registry, &library_dir("board-games")).unwrap();
+    for game in crate::catalog::GAMES {
         let publication = publish(&registry, &game_dir(game)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((publication.id.as_str(), publication.kind), (game, PackageKind::Game));
     }
@@ -280,4 +282,40 @@ fn the_public_view_serves_only_locked_public_files() {
     tamper(&registry.join("conecta4/1.0.0/images/cover.svg"), b"<svg/>");
     let refused = public_file(&registry, "conecta4", "1.0.0", "images/cover.svg");
     assert!(matches!(refused, Err(PublicError::Corrupt(_))), "{refused:?}");
+}
+
+#[test]
+fn published_versions_are_listed_newest_first_with_their_rules() {
+    use juegoland_packages::public::{PublicError, published_versions};
+    let temp = TempDir::new("versions");
+    let registry = temp.path().join("registry");
+    assert_eq!(published_versions(&registry, "conecta4").unwrap(), [], "nothing published yet");
+    publish(&registry, &game_dir("conecta4")).unwrap();
+    // A visual fix: package 1.0.10 over the same rules 1.0.0 (10 > 9 > 1 numerically).
+    for version in ["1.0.10", "1.0.9"] {
+        let scratch = TempDir::new(&format!("fix-{version}"));
+        let fix = copy_game(&scratch, "conecta4");
+        edit_manifest(&fix, |m| m["version"] = json!(version));
+        publish(&registry, &fix).unwrap();
+    }
+    let listed = published_versions(&registry, "conecta4").unwrap();
+    let versions: Vec<(&str, Option<&str>)> =
+        listed.iter().map(|v| (v.version.as_str(), v.rules_version.as_deref())).collect();
+    assert_eq!(versions, [("1.0.10", Some("1.0.0")), ("1.0.9", Some("1.0.0")), ("1.0.0", Some("1.0.0"))]);
+    assert!(listed.iter().all(|v| v.kind == PackageKind::Game));
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(registry.join("conecta4/1.0.9/publication.json")).unwrap()).unwrap();
+    assert_eq!(json!(listed[1].lock_digest), record["lockDigest"], "the digest a match pins");
+    // A library has no rules version.
+    publish_libraries(&registry);
+    let library = published_versions(&registry, "playing-cards").unwrap();
+    assert_eq!((library.len(), library[0].rules_version.as_ref()), (1, None));
+    // A malformed id is not a package; a changed manifest is a corrupt publication.
+    assert!(matches!(published_versions(&registry, ".."), Err(PublicError::NotFound)));
+    let manifest = registry.join("conecta4/1.0.9/game.json");
+    let mut changed: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    changed["rules"]["version"] = json!("9.0.0");
+    tamper(&manifest, &serde_json::to_vec(&changed).unwrap());
+    let refused = published_versions(&registry, "conecta4");
+    assert!(matches!(&refused, Err(PublicError::Corrupt(m)) if m.contains("game.json")), "{refused:?}");
 }

@@ -157,12 +157,15 @@ proptest! {
         payload in arb_object(),
         action_type in "\\PC{1,12}",
         actor in any::<Option<(u64, u64)>>(),
+        queue in any::<bool>(),
         revision in any::<u64>(),
     ) {
         let mut value = command_value(&payload, revision);
         value["action"]["type"] = Value::String(action_type);
         if let Some((phase_epoch, actor_revision)) = actor {
             value["precondition"] = serde_json::json!({"kind":"actor","phaseEpoch":phase_epoch,"actorRevision":actor_revision});
+        } else if queue {
+            value["precondition"] = serde_json::json!({"kind":"queue"});
         }
         let cmd = decode_command(&value.to_string());
         prop_assert_eq!(

@@ -142,6 +142,7 @@ impl Game for Clocked {
                 ActionSpec::of::<Empty>("resign", ConflictPolicy::Match),
             ],
             bots: vec![],
+            agents: None,
         }
     }
 

@@ -61,6 +61,46 @@ pub fn poker52() -> DeckDefinition {
     DeckDefinition { cards }
 }
 
+/// The suits of [`spanish40`], in deck order.
+pub const SPANISH_SUITS: [&str; 4] = ["oros", "copas", "espadas", "bastos"];
+/// The ranks of [`spanish40`] within each suit, in deck order: 1–7, then 10 (sota),
+/// 11 (caballo) and 12 (rey). There are no 8s and 9s.
+pub const SPANISH_RANKS: [u8; 10] = [1, 2, 3, 4, 5, 6, 7, 10, 11, 12];
+
+/// The id of the `spanish-cards/spanish40` card with this suit (one of [`SPANISH_SUITS`])
+/// and rank (one of [`SPANISH_RANKS`]): the rank's number followed by the suit's initial in
+/// upper case, so `1O` is the as de oros and `12B` the rey de bastos. `None` for anything
+/// else.
+pub fn spanish_card_id(suit: &str, rank: u8) -> Option<String> {
+    let initial = match suit {
+        "oros" => 'O',
+        "copas" => 'C',
+        "espadas" => 'E',
+        "bastos" => 'B',
+        _ => return None,
+    };
+    SPANISH_RANKS.contains(&rank).then(|| format!("{rank}{initial}"))
+}
+
+/// The `spanish-cards/spanish40` definition: a deck of its own (not poker52 with cards
+/// removed), 40 cards, suits `oros copas espadas bastos` in that order, ranks
+/// [`SPANISH_RANKS`] within each suit, ids from [`spanish_card_id`], no attributes. The
+/// order and points of a game (Brisca's as-tres-rey…) are that game's rules.
+pub fn spanish40() -> DeckDefinition {
+    let cards = SPANISH_SUITS
+        .iter()
+        .flat_map(|suit| {
+            SPANISH_RANKS.iter().map(move |&rank| CardDefinition {
+                id: spanish_card_id(suit, rank).expect("suits and ranks are in range"),
+                suit: (*suit).to_owned(),
+                rank,
+                attributes: Attributes::new(),
+            })
+        })
+        .collect();
+    DeckDefinition { cards }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -81,6 +121,21 @@ mod tests {
         assert_eq!(poker_card_id("stars", 1), None);
         assert_eq!(poker_card_id("hearts", 0), None);
         assert_eq!(poker_card_id("hearts", 14), None);
+    }
+
+    #[test]
+    fn spanish40_has_40_distinct_faces_and_no_eights_or_nines() {
+        let deck = spanish40();
+        assert_eq!(deck.validate(), Ok(()));
+        assert_eq!(deck.cards.len(), 40);
+        let faces: BTreeSet<CardFace> = deck.cards.iter().map(CardDefinition::face).collect();
+        assert_eq!(faces.len(), 40);
+        assert!(deck.cards.iter().all(|c| !matches!(c.rank, 8 | 9)));
+        assert_eq!(deck.cards[0].id, "1O");
+        assert_eq!(deck.cards[39].id, "12B");
+        assert_eq!(deck.card("10E").unwrap().face(), CardFace { suit: "espadas".into(), rank: 10 });
+        assert_eq!(spanish_card_id("oros", 8), None);
+        assert_eq!(spanish_card_id("hearts", 1), None);
     }
 
     #[test]

@@ -26,7 +26,9 @@ mod load;
 mod zones;
 
 pub use board::{BoardDefinition, BoardEdge, BoardError, BoardLayout, GraphLayout, GraphNode, GridLayout};
-pub use cards::{CardFace, POKER_SUITS, poker_card_id, poker52};
+pub use cards::{
+    CardFace, POKER_SUITS, SPANISH_RANKS, SPANISH_SUITS, poker_card_id, poker52, spanish_card_id, spanish40,
+};
 pub use definition::{
     Attributes, CardDefinition, ComponentDefinition, CustomDefinition, DeckDefinition, DefinitionError, DiceDefinition,
     DieFace, PieceType, PiecesDefinition, WheelDefinition, WheelSector, is_valid_id,

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use juegoland_core::{
-    Commit, Deadline, Decision, Engine, GameKey, LiveMatch, LoggedOp, Pending, PublishedPackages, Registry, SeatHolder,
+    Commit, Deadline, Decision, Engine, GameKey, LiveMatch, LoggedOp, Pending, PublishedGame, PublishedPackages,
+    Registry, SeatHolder,
 };
 use juegoland_protocol::{Action, CommandEnvelope, Precondition};
 use juegoland_sdk::{Lifecycle, SplitMix64};
@@ -16,7 +17,38 @@ use uuid::Uuid;
 pub fn engine() -> Engine {
     let mut registry = Registry::new();
     registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).expect("register conecta4");
+    registry.register(juegoland_sdk::erase(juegoland_laberinto::Laberinto)).expect("register laberinto");
     Engine::new(Arc::new(registry))
+}
+
+/// A Laberinto match racing at once and three of p0's `queue` moves, each commit in order:
+/// creation, a move north from the top-left corner (a final rejection with sequence 1),
+/// then east and south (sequences 2 and 3, at least one of them applied: a corner cell of a
+/// perfect maze has a passage).
+pub fn queue_commits(match_id: Uuid) -> Vec<Commit> {
+    let engine = engine();
+    let key = GameKey { id: "laberinto".into(), rules_version: "1.0.0".into() };
+    let seats = BTreeMap::from([
+        ("p0".to_string(), SeatHolder::Principal("alice".into())),
+        ("p1".to_string(), SeatHolder::Principal("bob".into())),
+    ]);
+    let mut entropy = SplitMix64(11);
+    let config = json!({"width": 5, "height": 5, "countdownMs": 0, "cooldownMs": 0});
+    let (pending, mut live) = engine.create(match_id, key, seats, &config, 1_000, &mut entropy).expect("create");
+    let mut commits = vec![live.advance(pending)];
+    for (i, direction) in ["north", "east", "south"].into_iter().enumerate() {
+        let envelope = CommandEnvelope {
+            match_id,
+            command_id: Uuid::from_u128(0x9_0000 + i as u128),
+            precondition: Precondition::Queue,
+            action: Action { r#type: "move".into(), payload: json!({ "direction": direction }) },
+        };
+        match engine.command(&live, "alice", &envelope, None, 2_000 + i as i64, &mut entropy) {
+            Decision::Commit(p) => commits.push(live.advance(*p)),
+            _ => panic!("the engine did not decide a commit"),
+        }
+    }
+    commits
 }
 
 /// Publications fixed in memory: `(id, version)` → lock digest. The store keeps whatever pin
@@ -26,6 +58,14 @@ pub struct Publications(pub BTreeMap<(String, String), String>);
 impl PublishedPackages for Publications {
     fn lock_digest(&self, id: &str, version: &str) -> Result<Option<String>, String> {
         Ok(self.0.get(&(id.to_owned(), version.to_owned())).cloned())
+    }
+
+    /// Each publication's rules version is its package version.
+    fn game_versions(&self, id: &str) -> Result<Vec<PublishedGame>, String> {
+        let published = self.0.iter().filter(|((i, _), _)| i == id);
+        Ok(published
+            .map(|((_, v), d)| PublishedGame { version: v.clone(), rules_version: v.clone(), lock_digest: d.clone() })
+            .collect())
     }
 }
 
@@ -60,11 +100,16 @@ impl Game {
 
     /// A new Conecta 4 match created by `engine` (which may pin a package).
     pub fn create_on(engine: Engine, match_id: Uuid) -> (Game, Commit) {
-        let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
         let seats = BTreeMap::from([
             ("p0".to_string(), SeatHolder::Principal("alice".into())),
             ("p1".to_string(), SeatHolder::Principal("bob".into())),
         ]);
+        Self::create_seated(engine, match_id, seats)
+    }
+
+    /// A new Conecta 4 match with `seats` (moves assume alice and bob: see [`Game::to_move`]).
+    pub fn create_seated(engine: Engine, match_id: Uuid, seats: BTreeMap<String, SeatHolder>) -> (Game, Commit) {
+        let key = GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() };
         let mut entropy = SplitMix64(7);
         let (pending, mut live) =
             engine.create(match_id, &key, seats, &json!({}), 1_000, &mut entropy).expect("create a match");

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use juegoland_core::{Commit, LoggedOp, Receipt, ReceiptOutcome, SNAPSHOT_EVERY};
+use juegoland_core::{Commit, LoggedOp, Receipt, ReceiptOutcome, SNAPSHOT_EVERY, SeatHolder};
 use juegoland_protocol::RejectionCode;
-use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError};
+use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError, WebhookClaim};
 use uuid::Uuid;
 
 use crate::game::{Game, current, engine, engine_publishing, firing, with_deadlines};
@@ -65,6 +65,11 @@ macro_rules! store_suite {
             an_ownership_fenced_commit_does_not_fail_the_others,
             a_pinned_match_keeps_its_package_pin,
             replace_snapshot_is_a_compare_and_set_at_one_revision,
+            queue_receipts_keep_their_sequences,
+            matches_list_by_principal_game_and_status_a_page_at_a_time,
+            the_feed_holds_each_lifecycle_event_once_in_commit_order,
+            a_webhook_endpoint_has_one_holder_and_its_cursor_moves_only_through_it,
+            concurrent_webhook_claimants_never_share_an_endpoint,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -87,6 +92,7 @@ macro_rules! durable_store_suite {
             reopen_keeps_everything,
             reopen_keeps_ownership,
             reopen_keeps_trace_contexts,
+            reopen_keeps_webhook_cursors,
         );
     };
 }
@@ -105,6 +111,220 @@ fn assert_conflict(result: Result<(), StoreError>, match_id: Uuid) {
         Err(StoreError::Conflict { match_id: m, .. }) => assert_eq!(m, match_id),
         other => panic!("expected a conflict, got {other:?}"),
     }
+}
+
+/// `Store::list_matches` (the platform's `GET /v1/matches`): newest first, filtered by
+/// principal, game and status, a page at a time with a cursor that resumes exactly after the
+/// page's last match; seats with their controllers and statuses.
+pub async fn matches_list_by_principal_game_and_status_a_page_at_a_time<B: Backend>(b: &mut B) {
+    use juegoland_api::{Controller, Cursor, ListedStatus, MatchQuery};
+    let store = b.store();
+    let human = |p: &str| SeatHolder::Principal(p.to_owned());
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let id = match_id(80 + n);
+        let seats = match n {
+            0..3 => [("p0", human("alice")), ("p1", human("bob"))],
+            3 => [("p0", human("carol")), ("p1", SeatHolder::Bot("default".into()))],
+            _ => [("p0", human("carol")), ("p1", SeatHolder::Agent("default".into()))],
+        };
+        let seats = seats.into_iter().map(|(s, h)| (s.to_owned(), h)).collect();
+        let (mut game, create) = Game::create_seated(engine(), id, seats);
+        commit_ok(&*store, &create).await;
+        if n == 1 {
+            while !game.live().state().is_finished() {
+                commit_ok(&*store, &game.drop_ending()).await;
+            }
+        }
+        ids.push(id);
+        // Distinct creation times on every backend (SQLite keeps milliseconds).
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let list = |query: MatchQuery| {
+        let store = store.clone();
+        async move {
+            let found = store.list_matches(&query).await.expect("list matches");
+            assert!(found.len() <= query.limit as usize);
+            found
+        }
+    };
+    let q = |principal: Option<&str>, game: Option<&str>, status: Option<ListedStatus>| MatchQuery {
+        principal: principal.map(Into::into),
+        game: game.map(Into::into),
+        status,
+        after: None,
+        limit: 10,
+    };
+    let found_ids = |found: &[juegoland_api::MatchListing]| found.iter().map(|m| m.match_id).collect::<Vec<_>>();
+    let newest_first = |ns: &[usize]| ns.iter().map(|&n| ids[n]).collect::<Vec<_>>();
+    assert_eq!(found_ids(&list(q(None, None, None)).await), newest_first(&[4, 3, 2, 1, 0]));
+    assert_eq!(found_ids(&list(q(Some("alice"), None, None)).await), newest_first(&[2, 1, 0]));
+    assert_eq!(found_ids(&list(q(Some("carol"), None, None)).await), newest_first(&[4, 3]));
+    assert_eq!(
+        found_ids(&list(q(Some("default"), None, None)).await),
+        Vec::<Uuid>::new(),
+        "a bot profile is no principal"
+    );
+    assert_eq!(found_ids(&list(q(None, Some("conecta4"), None)).await).len(), 5);
+    assert_eq!(found_ids(&list(q(None, Some("hundido"), None)).await), Vec::<Uuid>::new());
+    assert_eq!(found_ids(&list(q(None, None, Some(ListedStatus::Finished))).await), newest_first(&[1]));
+    let active_alice = q(Some("alice"), Some("conecta4"), Some(ListedStatus::Active));
+    assert_eq!(found_ids(&list(active_alice).await), newest_first(&[2, 0]));
+
+    // Pages of two: every match once, in order, and the cursor survives its text form.
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = list(MatchQuery { after: after.clone(), limit: 2, ..MatchQuery::default() }).await;
+        seen.extend(found_ids(&page));
+        if page.len() < 2 {
+            break;
+        }
+        let last = page.last().unwrap();
+        let cursor = Cursor { created_at: last.created_at.clone(), match_id: last.match_id }.to_string();
+        after = Some(Cursor::parse(&cursor).expect("a cursor parses back"));
+    }
+    assert_eq!(seen, newest_first(&[4, 3, 2, 1, 0]));
+
+    let carol = list(q(Some("carol"), None, None)).await;
+    let listed = &carol[0];
+    assert_eq!((listed.game.id.as_str(), listed.game.rules_version.as_str()), ("conecta4", "1.0.0"));
+    assert_eq!(listed.status, ListedStatus::Active);
+    let seats = |listed: &juegoland_api::MatchListing| -> Vec<_> {
+        listed.seats.iter().map(|s| (s.seat.clone(), s.controller.clone())).collect()
+    };
+    let carol_at = |p1: Controller| {
+        vec![("p0".to_owned(), Controller::Human { principal: "carol".into() }), ("p1".to_owned(), p1)]
+    };
+    // The newest is played by an agent (its row tells it apart from a bot's), the other by a bot.
+    assert_eq!(seats(listed), carol_at(Controller::Agent { profile: "default".into() }));
+    assert_eq!(seats(&carol[1]), carol_at(Controller::Bot { profile: "default".into() }));
+    assert!(listed.created_at.ends_with('Z') && listed.created_at.len() >= 24, "{}", listed.created_at);
+}
+
+/// The platform feed (`Store::feed`): a creation and an ending each write one event in the
+/// commit that made them, moves write none, a commit that lost its fence writes none, and a
+/// reader resumes exactly after the cursor it was given.
+pub async fn the_feed_holds_each_lifecycle_event_once_in_commit_order<B: Backend>(b: &mut B) {
+    use juegoland_api::FeedCursor;
+    let store = b.store();
+    let (first, second) = (match_id(90), match_id(91));
+    let (mut game, create) = Game::create(first);
+    commit_ok(&*store, &create).await;
+    assert_conflict(store.commit(&create).await, first);
+    let (_, create_second) = Game::create(second);
+    commit_ok(&*store, &create_second).await;
+    while !game.live().state().is_finished() {
+        commit_ok(&*store, &game.drop_ending()).await;
+    }
+    let ended_at = game.revision();
+    // PostgreSQL shows an event once every transaction older than its own has ended (other
+    // tests' transactions on the same server hold it back a moment).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let all = loop {
+        let all = store.feed(FeedCursor::default(), 100).await.expect("read the feed");
+        if all.len() >= 3 || std::time::Instant::now() > deadline {
+            break all;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let seen: Vec<(String, &str)> = all.iter().map(|e| (e.id.clone(), e.kind.as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            (format!("{first}/0"), "created"),
+            (format!("{second}/0"), "created"),
+            (format!("{first}/{ended_at}"), "finished"),
+        ],
+        "one event per lifecycle commit, in commit order; none for the moves or the refused creation"
+    );
+    let finished = &all[2].summary;
+    assert_eq!((finished.revision, finished.result.is_some()), (ended_at, true));
+    assert_eq!(all[0].summary.seats.len(), 2);
+    // Resuming after each cursor gives exactly the rest.
+    for (i, event) in all.iter().enumerate() {
+        let cursor = FeedCursor::parse(&event.cursor).expect("a cursor parses back");
+        let rest = store.feed(cursor, 100).await.unwrap();
+        assert_eq!(rest, all[i + 1..], "after event {i}");
+    }
+    let first_two = store.feed(FeedCursor::default(), 2).await.unwrap();
+    assert_eq!(first_two, all[..2]);
+}
+
+/// Webhook cursors (`Store::claim_webhook` and friends): one live holder per endpoint, renewed
+/// by itself at the same epoch; the cursor moves only from where its holder read it, and only
+/// while that holder still has the endpoint at its epoch (lapsed is fine while nobody took
+/// it); a release or a lapse lets another claimant in at a new epoch, after which the old
+/// holder moves and releases nothing.
+pub async fn a_webhook_endpoint_has_one_holder_and_its_cursor_moves_only_through_it<B: Backend>(b: &mut B) {
+    use juegoland_api::FeedCursor;
+    let store = b.store();
+    let at = |txid, seq| FeedCursor { txid, seq };
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap(), None, "no row before the first claim");
+    let a = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().expect("a free endpoint is granted");
+    assert_eq!((a.epoch, a.cursor, a.endpoint.as_str()), (1, FeedCursor::default(), "ratings"));
+    assert_eq!(store.claim_webhook("ratings", "replica-b", LONG).await.unwrap(), None, "held by replica-a");
+    let renewed = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().expect("the holder renews");
+    assert_eq!(renewed, a, "a renewal keeps the epoch and the cursor");
+    let other = store.claim_webhook("history", "replica-b", LONG).await.unwrap().expect("another endpoint is free");
+    assert_eq!(other.epoch, 1);
+
+    assert!(store.advance_webhook(&a, at(7, 3)).await.unwrap());
+    assert!(!store.advance_webhook(&a, at(9, 1)).await.unwrap(), "not from where the cursor is now");
+    let a = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().unwrap();
+    assert_eq!((a.epoch, a.cursor), (1, at(7, 3)));
+    assert!(store.advance_webhook(&a, at(7, 5)).await.unwrap());
+    let a = WebhookClaim { cursor: at(7, 5), ..a };
+    let row = store.webhook_cursor("ratings").await.unwrap().unwrap();
+    assert_eq!((row.cursor, row.claimed_by.as_deref(), row.epoch), (at(7, 5), Some("replica-a"), 1));
+    assert_eq!(store.webhook_cursor("history").await.unwrap().unwrap().cursor, FeedCursor::default());
+
+    // Released: free at once; replica-b takes it at a new epoch, and replica-a's claim is void.
+    store.release_webhook(&a).await.unwrap();
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().claimed_by, None);
+    let short = Duration::from_millis(300);
+    let b2 = store.claim_webhook("ratings", "replica-b", short).await.unwrap().expect("released");
+    assert_eq!((b2.epoch, b2.cursor), (2, at(7, 5)), "the new holder resumes where the cursor is");
+    assert!(!store.advance_webhook(&a, at(8, 1)).await.unwrap(), "the old holder lost it");
+    store.release_webhook(&a).await.unwrap();
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().claimed_by.as_deref(), Some("replica-b"));
+
+    // A lapsed claim still moves the cursor while nobody took the endpoint…
+    tokio::time::sleep(short + Duration::from_millis(300)).await;
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().claimed_by, None, "lapsed");
+    assert!(store.advance_webhook(&b2, at(8, 2)).await.unwrap());
+    let b2 = WebhookClaim { cursor: at(8, 2), ..b2 };
+    // …and not once another claimant has.
+    let a = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().expect("lapsed");
+    assert_eq!((a.epoch, a.cursor), (3, at(8, 2)));
+    assert!(!store.advance_webhook(&b2, at(8, 3)).await.unwrap());
+    assert_eq!(store.claim_webhook("ratings", "replica-b", LONG).await.unwrap(), None);
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().cursor, at(8, 2));
+}
+
+/// Claimants racing for the same fresh endpoints: each endpoint goes to exactly one of them.
+pub async fn concurrent_webhook_claimants_never_share_an_endpoint<B: Backend>(b: &mut B) {
+    let store = b.store();
+    for round in 0..5 {
+        let endpoint = format!("race-{round}");
+        let claims = (0..6).map(|k| {
+            let (store, endpoint) = (Arc::clone(&store), endpoint.clone());
+            tokio::spawn(async move { store.claim_webhook(&endpoint, &format!("replica-{k}"), LONG).await.unwrap() })
+        });
+        let granted: Vec<_> = join_all(claims).await.into_iter().flatten().collect();
+        assert_eq!(granted.len(), 1, "{endpoint}: {granted:?}");
+        let holder = store.webhook_cursor(&endpoint).await.unwrap().unwrap().claimed_by;
+        assert_eq!(holder.as_deref(), Some(granted[0].claimant.as_str()));
+    }
+}
+
+/// Awaits every task, in order.
+async fn join_all<T>(tasks: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::new();
+    for task in tasks.collect::<Vec<_>>() {
+        out.push(task.await.expect("a claimant task"));
+    }
+    out
 }
 
 /// A match created and played `moves` drops (columns 0, 1, 2, …), all stored.
@@ -313,7 +533,7 @@ pub async fn stale_rejection_conflicts<B: Backend>(b: &mut B) {
     assert!(rejection.commit.state.is_none(), "a rejection changes no state");
     assert!(matches!(
         rejection.commit.receipt.as_ref().unwrap().outcome,
-        ReceiptOutcome::Rejected { code: RejectionCode::ActorNotEnabled, revision: 0 }
+        ReceiptOutcome::Rejected { code: RejectionCode::ActorNotEnabled, revision: 0, sequence: None }
     ));
     // … is stale once another writer moved the match: it must be judged again.
     let accepted = game.drop_disc(0);
@@ -897,6 +1117,18 @@ pub async fn reopen_keeps_trace_contexts<B: Backend>(b: &mut B) {
     assert!(rows.iter().all(|p| p.trace_context.as_deref() == Some(&*traceparent(52))), "{rows:?}");
 }
 
+/// A webhook endpoint's cursor and holder survive a restart: a deliverer that comes back
+/// resumes where the endpoint's last acknowledged event left it.
+pub async fn reopen_keeps_webhook_cursors<B: Backend>(b: &mut B) {
+    let to = juegoland_api::FeedCursor { txid: 0, seq: 12 };
+    let claim = b.store().claim_webhook("ratings", "all-in-one", LONG).await.unwrap().unwrap();
+    assert!(b.store().advance_webhook(&claim, to).await.unwrap());
+    b.reopen().await;
+    let resumed = b.store().claim_webhook("ratings", "all-in-one", LONG).await.unwrap().expect("still its own");
+    assert_eq!((resumed.epoch, resumed.cursor), (claim.epoch, to));
+    assert_eq!(b.store().claim_webhook("ratings", "another", LONG).await.unwrap(), None);
+}
+
 pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
     let id = match_id(50);
     let store = b.store();
@@ -1082,4 +1314,26 @@ pub async fn reopen_keeps_ownership<B: Backend>(b: &mut B) {
     let next = game.decide_drop(0);
     assert_conflict(b.owned("node-a").commit(&next.commit).await, id);
     commit_ok(&*b.owned("node-b"), &next.commit).await;
+}
+
+/// A `queue` command's receipt keeps its command sequence, applied (read back from its
+/// revision's log entry) or rejected (in the rejection's outcome), one by one and per match.
+pub async fn queue_receipts_keep_their_sequences<B: Backend>(b: &mut B) {
+    let store = b.store();
+    let id = match_id(80);
+    let commits = crate::game::queue_commits(id);
+    for c in &commits {
+        commit_ok(&*store, c).await;
+    }
+    let receipts: Vec<Receipt> = commits.iter().filter_map(|c| c.receipt.clone()).collect();
+    let sequences: Vec<Option<u64>> = receipts.iter().map(|r| r.outcome.sequence()).collect();
+    assert_eq!(sequences, [Some(1), Some(2), Some(3)]);
+    assert!(matches!(receipts[0].outcome, ReceiptOutcome::Rejected { .. }), "north of the top-left corner");
+    assert!(receipts.iter().any(|r| matches!(r.outcome, ReceiptOutcome::Applied { .. })));
+    for r in &receipts {
+        assert_eq!(store.receipt(&r.key).await.unwrap().as_ref(), Some(r), "{:?}", r.outcome);
+    }
+    let mut stored = store.receipts(id).await.unwrap();
+    stored.sort_by_key(|r| r.key.command_id);
+    assert_eq!(stored, receipts);
 }

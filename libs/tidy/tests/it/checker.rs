@@ -382,3 +382,47 @@ fn crate_roots_need_a_doc_comment() {
     assert!(check_crate_root("src/lib.rs", "/// item doc\npub fn f() {}\n").is_some());
     assert!(check_crate_root("src/lib.rs", "").is_some());
 }
+
+mod side_workspaces {
+    use juegoland_tidy::side::{PathDep, check_layers, check_lints, check_lock, lock_packages};
+
+    use super::assert_one_failure;
+
+    fn dep(name: &str, dir: &str, dev: bool) -> PathDep {
+        PathDep { name: name.into(), dir: dir.into(), dev }
+    }
+
+    #[test]
+    fn a_side_crate_chooses_a_layer_and_uses_only_libs() {
+        let libs = [dep("juegoland-core", "libs/core", false), dep("juegoland-edge", "libs/edge", false)];
+        assert!(check_layers("juegoland-fuzz", "fuzz", &libs).is_empty());
+        let f = check_layers("juegoland-fuzz", "tools/fuzz", &libs);
+        assert_one_failure(&f, &["tools/fuzz", "is in no layer", "layers.rs"]);
+        let f = check_layers("juegoland-fuzz", "fuzz", &[dep("juegoland", "services/juegoland", false)]);
+        assert_one_failure(&f, &["juegoland", "may not use the service layer", "depend on a lib instead"]);
+        let f = check_layers("juegoland-fuzz", "fuzz", &[dep("juegoland-tidy", "libs/tidy", false)]);
+        assert_one_failure(&f, &["juegoland-tidy", "dev-only"]);
+        assert!(check_layers("juegoland-fuzz", "fuzz", &[dep("juegoland-tidy", "libs/tidy", true)]).is_empty());
+    }
+
+    #[test]
+    fn a_side_workspace_keeps_the_products_lints() {
+        let root =
+            "[workspace.lints.rust]\nunsafe_code = \"forbid\"\n\n[workspace.lints.clippy]\ntodo = \"deny\" # c\n";
+        let same = "[package]\nname = \"x\"\n[workspace.lints.clippy]\ntodo=\"deny\"\n[workspace.lints.rust]\nunsafe_code = \"forbid\"\n";
+        assert!(check_lints("fuzz/Cargo.toml", root, same).is_empty());
+        let weaker = same.replace("forbid", "allow");
+        assert_one_failure(&check_lints("fuzz/Cargo.toml", root, &weaker), &["fuzz/Cargo.toml", "copy the root's"]);
+    }
+
+    #[test]
+    fn a_side_lock_resolves_shared_crates_as_the_product() {
+        let product = "[[package]]\nname = \"serde\"\nversion = \"1.0.1\"\n\n[[package]]\nname = \"rand\"\nversion = \"0.8.5\"\n\n[[package]]\nname = \"rand\"\nversion = \"0.9.0\"\n";
+        assert_eq!(lock_packages(product).len(), 3);
+        let side = "[[package]]\nname = \"serde\"\nversion = \"1.0.1\"\n\n[[package]]\nname = \"rand\"\nversion = \"0.9.0\"\n\n[[package]]\nname = \"libfuzzer-sys\"\nversion = \"0.4.13\"\n";
+        assert!(check_lock("fuzz/Cargo.lock", product, side).is_empty());
+        let drifted = side.replace("1.0.1", "1.0.2");
+        let f = check_lock("fuzz/Cargo.lock", product, &drifted);
+        assert_one_failure(&f, &["serde to 1.0.2", "1.0.1", "copy Cargo.lock"]);
+    }
+}

@@ -12,13 +12,21 @@ use std::sync::OnceLock;
 use juegoland_tidy::deps::{Exception, check_dependencies};
 use juegoland_tidy::graph::Graph;
 use juegoland_tidy::layers::layer_of;
-use juegoland_tidy::{clippy, manifest, workspace_root};
+use juegoland_tidy::{clippy, manifest, side, workspace_root};
 
 /// Known exceptions to the direction and purity rules: `(crate, forbidden target, reason)`.
 /// An entry suppresses exactly that failure; an entry that suppresses nothing fails the
 /// test, so this table only shrinks. Add an entry only for something genuinely harmless or
 /// scheduled to be fixed, and say which in the reason.
 const RATCHET: &[Exception] = &[
+    uuid_v4("juegoland-sdk"),
+    uuid_v4("juegoland-brisca"),
+    uuid_v4("juegoland-conecta4"),
+    uuid_v4("juegoland-hundido"),
+    uuid_v4("juegoland-laberinto"),
+    uuid_v4("juegoland-oca"),
+    uuid_v4("juegoland-serpientes"),
+    uuid_v4("juegoland-solitario"),
     Exception {
         krate: "juegoland-core",
         target: "getrandom",
@@ -81,6 +89,22 @@ fn relative(path: &Path) -> String {
 #[test]
 fn dependencies_follow_the_layers_and_pure_crates_stay_pure() {
     report("architecture (libs/tidy): dependency direction and purity", &check_dependencies(graph(), RATCHET));
+}
+
+/// The SDK and the games reach getrandom only through schemars → uuid (schemars' `uuid1`
+/// feature, switched on by libs/protocol for its UUID fields), whose `v4` feature — and with it
+/// getrandom — rmcp (the MCP server in libs/edge, issue 23) switches on for the whole
+/// workspace through feature unification. `cargo build -p juegoland-sdk` alone does not link
+/// it; schema generation never makes a UUID, and rules get randomness only from the SDK's
+/// services. Remove when rmcp no longer needs uuid's `v4` or schemars no longer needs uuid.
+const fn uuid_v4(krate: &'static str) -> Exception {
+    Exception {
+        krate,
+        target: "getrandom",
+        reason: "schemars → uuid, whose `v4` feature (and getrandom) rmcp in libs/edge switches on for the \
+                 whole workspace (feature unification); a schema never makes a UUID and rules get \
+                 randomness only from the SDK's services. Remove when rmcp stops enabling uuid's `v4`",
+    }
 }
 
 #[test]
@@ -201,4 +225,48 @@ fn the_match_api_and_the_edge_never_link_the_actor_runtime() {
         }
     }
     report("architecture (libs/tidy): clients of the match API", &failures);
+}
+
+/// The side workspaces (`fuzz/`): `cargo metadata` on the product does not see them, so
+/// their manifests and locks are read here and held to the same rules (`juegoland_tidy::side`).
+#[test]
+fn side_workspaces_choose_a_layer_and_follow_the_products_rules() {
+    use cargo_metadata::DependencyKind;
+    let mut failures = Vec::new();
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    for dir in side::SIDE_WORKSPACES {
+        let manifest_path = root().join(dir).join("Cargo.toml");
+        let metadata = cargo_metadata::MetadataCommand::new()
+            .manifest_path(&manifest_path)
+            .no_deps()
+            .exec()
+            .unwrap_or_else(|e| panic!("run cargo metadata on {}: {e}", manifest_path.display()));
+        for package in metadata.workspace_packages() {
+            let manifest = package.manifest_path.as_std_path();
+            let crate_dir = relative(manifest.parent().expect("a manifest has a directory"));
+            let deps: Vec<side::PathDep> = package
+                .dependencies
+                .iter()
+                .filter_map(|d| {
+                    let path = d.path.as_ref()?;
+                    Some(side::PathDep {
+                        name: d.name.clone(),
+                        dir: relative(path.as_std_path()),
+                        dev: d.kind == DependencyKind::Development,
+                    })
+                })
+                .collect();
+            failures.extend(side::check_layers(&package.name, &crate_dir, &deps));
+            failures.extend(manifest::check_manifest(&relative(manifest), &read(manifest)));
+            for target in &package.targets {
+                let path = target.src_path.as_std_path();
+                failures.extend(manifest::check_crate_root(&relative(path), &read(path)));
+            }
+        }
+        let label = format!("{dir}/Cargo.toml");
+        failures.extend(side::check_lints(&label, &read(&root().join("Cargo.toml")), &read(&manifest_path)));
+        let lock = format!("{dir}/Cargo.lock");
+        failures.extend(side::check_lock(&lock, &read(&root().join("Cargo.lock")), &read(&root().join(&lock))));
+    }
+    report("architecture (libs/tidy): side workspaces", &failures);
 }

@@ -66,6 +66,20 @@ impl Server {
 
     /// Like `start_in`, with extra environment variables (`FAILPOINTS` for crash tests).
     pub fn start_in_with_env(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::spawn(dir, extra, env, Stdio::inherit())
+    }
+
+    /// A server with its own fresh embedded store whose log (stderr) goes to `log`, with
+    /// extra environment variables (`RUST_LOG=debug` for a scan of everything it logs).
+    pub fn start_logged(extra: &[&str], env: &[(&str, &str)], log: &std::path::Path) -> Server {
+        let dir = data_dir();
+        let file = std::fs::File::create(log).expect("create the server's log file");
+        let mut server = Server::spawn(&dir, extra, env, Stdio::from(file));
+        server._own_dir = Some(dir);
+        server
+    }
+
+    fn spawn(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_juegoland"))
             .args(["dev", "--http", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
@@ -73,7 +87,7 @@ impl Server {
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start the juegoland binary");
         let line = crate::harness::announced_line(&mut child, "listening on ");
@@ -149,6 +163,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// The WebSocket itself, for frames and close codes the protocol client does not show.
+    pub fn into_ws(self) -> WebSocketStream<MaybeTlsStream<TcpStream>> {
+        self.ws
+    }
+
     /// A protocol connection to `ws://addr/v1/ws` with `token`.
     pub async fn connect_to(addr: &str, token: &str) -> Client {
         let url = format!("ws://{addr}/v1/ws?access_token={token}");
@@ -279,6 +298,18 @@ impl Client {
             v = self.recv().await;
         }
         v
+    }
+
+    /// Syncs `match_id` of `game` (its 1.0.0 rules) and returns the answer to this request,
+    /// discarding whatever arrives before it.
+    pub async fn sync_answer_for(&mut self, match_id: &str, request_id: &str, game: &str) -> Value {
+        self.send(&crate::spectators::sync(match_id, request_id, game)).await;
+        loop {
+            let v = self.recv().await;
+            if v["requestId"] == request_id {
+                return v;
+            }
+        }
     }
 
     pub async fn drop_disc(&mut self, match_id: &str, command_id: &str, revision: u64, column: u64) -> Value {

@@ -298,6 +298,109 @@ async fn platform_withdrawal_ends_the_match_for_the_leaver() {
     assert_eq!(body["code"], "MATCH_FINISHED");
 }
 
+/// `GET /v1/matches/{id}`: the platform reads a match without holding a seat — its status,
+/// seats with who plays them, revision, result and pins — and nothing of its position.
+#[tokio::test]
+async fn the_platform_reads_a_match_without_a_seat() {
+    let server = Server::start(&[]);
+    let m = server.create(json!({ "p0": "alice", "p1": { "bot": "default" } })).await;
+    let read = || async { server.http("GET", &format!("/v1/matches/{m}"), None).await };
+    let (status, body) = read().await;
+    assert_eq!(status, 200, "{body}");
+    let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    let expected = [
+        "createdMs",
+        "game",
+        "gameVersion",
+        "handover",
+        "matchId",
+        "package",
+        "result",
+        "revision",
+        "rulesDigest",
+        "seats",
+        "status",
+    ];
+    assert_eq!(keys, expected, "the summary holds no position, view or data: {body}");
+    assert_eq!((body["matchId"].as_str(), body["status"].as_str()), (Some(m.as_str()), Some("active")), "{body}");
+    assert_eq!(body["game"], json!({ "id": "conecta4", "rulesVersion": "1.0.0" }));
+    assert_eq!(body["result"], Value::Null);
+    assert_eq!(
+        body["seats"],
+        json!([
+            { "seat": "p0", "controller": { "kind": "human", "principal": "alice" }, "status": "active" },
+            { "seat": "p1", "controller": { "kind": "bot", "profile": "default" }, "status": "active" },
+        ])
+    );
+    let (status, body) = server.http("POST", &format!("/v1/matches/{m}/withdrawals"), Some(json!({"seat":"p0"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = read().await;
+    assert_eq!((body["status"].as_str(), body["revision"].as_u64()), (Some("finished"), Some(1)), "{body}");
+    assert_eq!(body["seats"][0]["status"], "withdrawn", "{body}");
+    assert_eq!(body["result"]["reasonCode"], "withdrawal", "{body}");
+    assert_eq!(body["result"]["participants"]["p1"]["outcome"], "win", "{body}");
+    for path in [format!("/v1/matches/{}", uuid()), "/v1/matches/nope".to_owned()] {
+        let (status, body) = server.http("GET", &path, None).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("MATCH_NOT_FOUND")), "{path}: {body}");
+    }
+}
+
+/// `GET /v1/matches`: the platform lists matches by principal, game and status, newest first,
+/// a page at a time (`next` is the following page's `after`); bad parameters name the field.
+#[tokio::test]
+async fn the_platform_lists_matches_a_page_at_a_time() {
+    let server = Server::start(&[]);
+    let mut created = Vec::new();
+    for seats in [json!({ "p0": "dora", "p1": "eve" }), json!({ "p0": "dora", "p1": { "bot": "default" } })] {
+        created.push(server.create(seats.clone()).await);
+        created.push(server.create(seats).await);
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    let (status, body) =
+        server.http("POST", &format!("/v1/matches/{}/withdrawals", created[0]), Some(json!({"seat":"p1"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let ids = |page: &Value| -> Vec<String> {
+        page["matches"].as_array().unwrap().iter().map(|m| m["matchId"].as_str().unwrap().to_owned()).collect()
+    };
+    let (status, all) = server.http("GET", "/v1/matches?principal=dora&limit=100", None).await;
+    assert_eq!(status, 200, "{all}");
+    let mut newest_first = ids(&all);
+    assert_eq!(newest_first.len(), 4, "{all}");
+    assert_eq!(all["next"], Value::Null);
+    let mut expected = created.clone();
+    expected.sort();
+    newest_first.sort();
+    assert_eq!(newest_first, expected);
+    let (_, eve) = server.http("GET", "/v1/matches?principal=eve&status=finished", None).await;
+    assert_eq!(ids(&eve), [created[0].clone()], "{eve}");
+    assert_eq!(eve["matches"][0]["seats"][1]["status"], "withdrawn", "{eve}");
+    let (_, active) = server.http("GET", "/v1/matches?principal=eve&status=active&game=conecta4", None).await;
+    assert_eq!(ids(&active), [created[1].clone()], "{active}");
+
+    // Pages of three, then one: every match once.
+    let (_, first) = server.http("GET", "/v1/matches?principal=dora&limit=3", None).await;
+    let next = first["next"].as_str().expect("a full page has a next one").to_owned();
+    let (_, second) = server.http("GET", &format!("/v1/matches?principal=dora&limit=3&after={next}"), None).await;
+    let mut paged: Vec<String> = ids(&first).into_iter().chain(ids(&second)).collect();
+    assert_eq!((ids(&first).len(), ids(&second).len(), &second["next"]), (3, 1, &Value::Null), "{second}");
+    assert_eq!(paged, ids(&all).into_iter().collect::<Vec<_>>(), "the pages are the whole list, in order");
+    paged.sort();
+    assert_eq!(paged, expected);
+
+    for (query, field) in
+        [("status=over", "status"), ("limit=0", "limit"), ("limit=101", "limit"), ("after=nonsense", "after")]
+    {
+        let (status, body) = server.http("GET", &format!("/v1/matches?{query}"), None).await;
+        assert_eq!(
+            (status, body["code"].as_str(), body["field"].as_str()),
+            (400, Some("INVALID_REQUEST"), Some(field)),
+            "{query}: {body}"
+        );
+    }
+    let (status, body) = server.http("GET", "/v1/matches?owner=x", None).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("INVALID_REQUEST")), "an unknown parameter: {body}");
+}
+
 #[tokio::test]
 async fn platform_cancellation_ends_the_match_with_no_winner() {
     let server = Server::start(&[]);

@@ -83,6 +83,16 @@ async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
     let final_sync = alice.sync_answer(&m, "r-end").await;
     assert_eq!(final_sync["revision"], 7);
     assert_ne!(final_sync["result"], json!(null), "the match is over: {final_sync}");
+
+    // The gateway serves the web client players load (clients/web, embedded in the binary).
+    let page = gateway.get("/").await;
+    assert!(page.starts_with("HTTP/1.1 200") && page.contains("/assets/app.js"), "GET / on the gateway: {page}");
+    let script = gateway.get("/assets/app.js").await;
+    assert!(
+        script.starts_with("HTTP/1.1 200") && script.contains("text/javascript"),
+        "{}",
+        script.chars().take(300).collect::<String>()
+    );
     drop(gateway);
     cluster.stop().await;
 }

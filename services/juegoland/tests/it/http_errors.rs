@@ -22,7 +22,7 @@ async fn every_error_of_the_http_api_is_json_of_one_shape() {
         ("GET", "/nope", vec![], 404, "NOT_FOUND", None),
         ("GET", "/v1/matches/x/y/z", vec![], 404, "NOT_FOUND", None),
         ("DELETE", "/v1/games", vec![], 405, "METHOD_NOT_ALLOWED", None),
-        ("GET", "/v1/matches", vec![], 405, "METHOD_NOT_ALLOWED", None),
+        ("DELETE", "/v1/matches", vec![], 405, "METHOD_NOT_ALLOWED", None),
         ("POST", "/v1/matches", b"not json".to_vec(), 400, "INVALID_REQUEST", None),
         (
             "POST",
@@ -63,7 +63,7 @@ async fn every_error_of_the_http_api_is_json_of_one_shape() {
             "/v1/matches",
             body(json!({"game": "conecta4", "rulesVersion": "9.9.9", "seats": seats})),
             404,
-            "UNKNOWN_GAME",
+            "UNKNOWN_RULES_VERSION",
             Some("rulesVersion"),
         ),
         ("POST", "/v1/matches", big, 413, "PAYLOAD_TOO_LARGE", None),
@@ -88,5 +88,41 @@ async fn every_error_of_the_http_api_is_json_of_one_shape() {
         if got == 405 {
             assert!(head.contains("\r\nallow: "), "a 405 says what is allowed: {head}");
         }
+    }
+}
+
+/// Every game's config refusal names the field, the value and the constraint (jsonschema's
+/// own message at the schema's error path), and the catalog gives each game's config schema
+/// and what an empty config means.
+#[tokio::test]
+async fn a_bad_config_names_its_field_value_and_range_for_every_game() {
+    let server = Server::start(&[]);
+    let (status, catalog) = server.http("GET", "/v1/games", None).await;
+    assert_eq!(status, 200, "{catalog}");
+    let games = catalog.as_array().unwrap();
+    assert!(games.len() >= 6, "{catalog}");
+    for game in games {
+        let id = game["id"].as_str().unwrap();
+        let schema = &game["configSchema"];
+        assert_eq!(schema["type"], "object", "{id}: {schema}");
+        assert!(game["defaultConfig"].is_object(), "{id}: an empty config is the defaults: {game}");
+        // An integer property past its maximum, else an unknown property.
+        let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+        let (config, field, value) =
+            match properties.iter().find_map(|(name, p)| Some((name, p["maximum"].as_u64()? + 1))) {
+                Some((name, past)) => (json!({ name: past }), format!("config.{name}"), past.to_string()),
+                None => (json!({ "nope": 1 }), "config.nope".to_owned(), "no such field".to_owned()),
+            };
+        let seats: serde_json::Map<String, Value> =
+            (0..game["minSeats"].as_u64().unwrap()).map(|i| (format!("p{i}"), json!(format!("player-{i}")))).collect();
+        let body = json!({ "game": id, "seats": seats, "config": config });
+        let (status, refused) = server.http("POST", "/v1/matches", Some(body)).await;
+        assert_eq!(
+            (status, refused["code"].as_str(), refused["field"].as_str()),
+            (400, Some("INVALID_CONFIG"), Some("config")),
+            "{id}: {refused}"
+        );
+        let message = refused["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{field}: ")) && message.contains(&value), "{id}: {message}");
     }
 }

@@ -1,21 +1,30 @@
 //! End-to-end tests against the running `juegoland dev` binary, over real sockets.
 
+mod abuse;
+mod agents;
+mod authz;
+mod card_and_dice;
 mod client;
 mod cluster;
 mod conecta4;
 mod crash_points;
 mod data_dir;
 mod durability;
+mod feed;
 mod gateway;
 mod harness;
 mod http_errors;
 mod hundido;
+mod laberinto;
 mod logs;
 mod migration;
 mod operations;
 mod page;
 mod publish;
 mod scheduler;
+mod seats;
 mod socketio;
+mod spectators;
 mod tracing;
 mod versions;
+mod webhooks;

@@ -1,8 +1,8 @@
 //! The SREs' surface against the running services. Every series a Grafana dashboard
 //! (`deploy/grafana/*.json`) or a Prometheus rule (`deploy/prometheus/*.yaml`) selects is
 //! in a live `/metrics` scrape of a cluster — nodes, routers, a gateway and a scheduler —
-//! that played a Conecta 4 match over a gateway WebSocket, rejected a command and let a turn
-//! clock run out; so is every label a selector names, and every label value it pins with
+//! that played a Conecta 4 match over a gateway WebSocket, rejected a command, let a turn
+//! clock run out and delivered the feed to a webhook; so is every label a selector names, and every label value it pins with
 //! `=`. Without a cluster: the dashboards parse, their panel ids are unique, every query is
 //! PromQL, and every alert links a section of `docs/runbooks.md` that exists (and every
 //! section is linked).
@@ -434,7 +434,11 @@ async fn every_series_of_the_dashboards_and_alerts_is_in_a_live_scrape() {
     let secret = "operations-secret";
     let (cluster, gateway) = Cluster::start_with_gateway("operations", 2, secret, &Cluster::shared_redis()).await;
     let url = cluster.schema.url();
-    let scheduler = Proc::spawn(scheduler_args(&url, &cluster.router_urls(), "operations", &[]));
+    // The scheduler delivers the feed to a webhook receiver (the webhook series are per endpoint).
+    let receiver = juegoland_testkit::WebhookReceiver::start().await;
+    let hook = receiver.url("/hooks");
+    let webhook = ["--webhook", hook.as_str(), "--webhook-secret", "operations-webhook"];
+    let scheduler = Proc::spawn(scheduler_args(&url, &cluster.router_urls(), "operations", &webhook));
     let mut router = cluster.client(0).await;
 
     // A turn clock that runs out: a node's local timer or the scheduler fires it.
@@ -473,6 +477,8 @@ async fn every_series_of_the_dashboards_and_alerts_is_in_a_live_scrape() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     store.close().await;
+    // The matches' creations reach the webhook (the scheduler holds its lease).
+    receiver.wait_until(Duration::from_secs(20), "the creations", |r| r.iter().any(|x| x.acknowledged())).await;
 
     let mut scrapes = Scrapes::default();
     let processes = cluster.nodes.iter().chain(&cluster.routers).chain([&gateway, &scheduler]);

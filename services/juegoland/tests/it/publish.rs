@@ -57,6 +57,32 @@ fn publish_a_game_after_its_libraries_and_never_twice() {
     assert!(stderr.contains("publish step 7") && stderr.contains("already published"), "{stderr}");
 }
 
+/// Brisca, La Oca and Serpientes publish through the binary after their libraries
+/// (`spanish-cards` and its art, `cards-spanish`; `board-games`), each checked against the
+/// module compiled in.
+#[test]
+fn publish_the_card_and_dice_games_after_their_component_libraries() {
+    let temp = TempDir::new("publish-card-dice");
+    let registry = temp.path().join("registry");
+    let early = publish(&registry, "libs/games/oca/package");
+    assert!(!early.status.success(), "oca needs board-games published first");
+    assert!(text(&early.stderr).contains("board-games@1.0.0 is not published"), "{}", text(&early.stderr));
+    for library in [
+        "libs/packages/libraries/spanish-cards",
+        "libs/packages/libraries/cards-spanish",
+        "libs/packages/libraries/board-games",
+    ] {
+        let out = publish(&registry, library);
+        assert!(out.status.success(), "{library}: {}", text(&out.stderr));
+    }
+    for game in ["brisca", "oca", "serpientes"] {
+        let out = publish(&registry, &format!("libs/games/{game}/package"));
+        assert!(out.status.success(), "{game}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with(&format!("published {game}@1.0.0 (game) in ")), "{}", text(&out.stdout));
+        assert!(registry.join(format!("{game}/1.0.0/lock.json")).is_file());
+    }
+}
+
 /// `GET /v1/packages/{id}/{version}[/{path}]` serves the public subset of a published lock,
 /// and nothing else: not a private rules file, not the lock's record.
 #[tokio::test]

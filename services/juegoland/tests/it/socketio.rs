@@ -107,12 +107,12 @@ async fn a_socket_io_client_without_a_valid_token_gets_unauthenticated() {
     assert!(out.contains("get UNAUTHENTICATED and are disconnected"), "{out}");
 }
 
-type RawSocket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+pub(crate) type RawSocket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 
 /// A Socket.IO client by hand — engine.io v4 text packets over a WebSocket — for what
 /// socket.io-client cannot be made to do: stop reading. Connected to namespace `/` with
 /// `token`; `small_buffer` asks for a 4 KiB receive buffer, so that not reading fills it fast.
-async fn raw_socket_io(addr: &str, token: &str, small_buffer: bool) -> RawSocket {
+pub(crate) async fn raw_socket_io(addr: &str, token: &str, small_buffer: bool) -> RawSocket {
     use futures::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
 
@@ -134,7 +134,7 @@ async fn raw_socket_io(addr: &str, token: &str, small_buffer: bool) -> RawSocket
 
 /// The next engine.io text packet (10 s timeout), answering pings on the way; `None` when
 /// the connection ends or the server closes the WebSocket.
-async fn next_packet(ws: &mut RawSocket) -> Option<String> {
+pub(crate) async fn next_packet(ws: &mut RawSocket) -> Option<String> {
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
 

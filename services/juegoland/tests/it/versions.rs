@@ -42,12 +42,17 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// The shipped package with its package and rules versions set to 1.1.0.
 fn package_1_1(dir: &Path) -> PathBuf {
-    let package = dir.join("conecta4-1.1.0");
+    package_of(dir, "1.1.0", "1.1.0")
+}
+
+/// The shipped package as package `version` over rules `rules_version`.
+fn package_of(dir: &Path, version: &str, rules_version: &str) -> PathBuf {
+    let package = dir.join(format!("conecta4-{version}"));
     copy_dir(&shipped_package(), &package);
     let path = package.join("game.json");
     let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    manifest["version"] = json!("1.1.0");
-    manifest["rules"]["version"] = json!("1.1.0");
+    manifest["version"] = json!(version);
+    manifest["rules"]["version"] = json!(rules_version);
     std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
     package
 }
@@ -179,6 +184,95 @@ async fn a_match_keeps_its_rules_version_after_a_newer_one_is_published() {
     );
 }
 
+/// The platform lists the published versions (`GET /v1/packages/{id}`) and creates matches
+/// of the one it chooses (`packageVersion`), or lets the engine choose: the newest
+/// publication of the rules asked for (a visual fix 1.0.1 over rules 1.0.0), else of the
+/// newest rules it runs. A choice that names nothing is refused with the field it is about.
+#[tokio::test]
+async fn the_platform_lists_published_versions_and_creates_matches_of_one() {
+    let temp = TempDir::new("list-versions");
+    let (packages, data) = (temp.path().join("registry"), temp.path().join("data"));
+    std::fs::create_dir_all(&data).unwrap();
+    publish(&packages, shipped_package());
+    let addr = start_dev(&data, &packages).await;
+    let listed = |versions: &[(&str, &str)]| {
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|(v, r)| json!({ "version": v, "kind": "game", "rulesVersion": r, "lockDigest": lock_digest(&packages, v) }))
+            .collect();
+        json!({ "id": "conecta4", "versions": versions })
+    };
+    assert_eq!(http(&addr, "GET", "/v1/packages/conecta4", None).await, (200, listed(&[("1.0.0", "1.0.0")])));
+    let created = |body: &Value| (body["game"]["rulesVersion"].clone(), body["package"]["version"].clone());
+    assert_eq!(created(&create_with(&addr, json!({})).await), (json!("1.0.0"), json!("1.0.0")));
+
+    // A visual fix over the same rules, and the next rules version, are published while the
+    // server runs; the list shows them at once, newest first.
+    publish(&packages, package_of(temp.path(), "1.0.1", "1.0.0"));
+    publish(&packages, package_1_1(temp.path()));
+    let all = listed(&[("1.1.0", "1.1.0"), ("1.0.1", "1.0.0"), ("1.0.0", "1.0.0")]);
+    assert_eq!(http(&addr, "GET", "/v1/packages/conecta4", None).await, (200, all));
+
+    let cases = [
+        (json!({}), ("1.1.0", "1.1.0")),
+        (json!({ "rulesVersion": "1.0.0" }), ("1.0.0", "1.0.1")),
+        (json!({ "packageVersion": "1.0.0" }), ("1.0.0", "1.0.0")),
+        (json!({ "rulesVersion": "1.0.0", "packageVersion": "1.0.1" }), ("1.0.0", "1.0.1")),
+    ];
+    for (choice, (rules, package)) in cases {
+        let body = create_with(&addr, choice.clone()).await;
+        assert_eq!(created(&body), (json!(rules), json!(package)), "{choice}: {body}");
+        assert_eq!(body["package"]["lockDigest"], lock_digest(&packages, package), "{choice}: {body}");
+    }
+    let refusals = [
+        (json!({ "packageVersion": "9.9.9" }), 404, "UNKNOWN_PACKAGE_VERSION", "packageVersion"),
+        (json!({ "rulesVersion": "1.0.0", "packageVersion": "1.1.0" }), 400, "VERSION_MISMATCH", "packageVersion"),
+        (json!({ "rulesVersion": "9.9.9" }), 404, "UNKNOWN_RULES_VERSION", "rulesVersion"),
+    ];
+    for (choice, status, code, field) in refusals {
+        let (got, answer) = http(&addr, "POST", "/v1/matches", Some(creation(&choice))).await;
+        assert_eq!(
+            (got, answer["code"].as_str(), answer["field"].as_str()),
+            (status, Some(code), Some(field)),
+            "{answer}"
+        );
+    }
+    // The catalog names each rules version by its newest publication.
+    let (_, catalog) = http(&addr, "GET", "/v1/games", None).await;
+    let entry = |rules: &str| {
+        catalog
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == "conecta4" && g["rulesVersion"] == rules)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        (entry("1.0.0")["packageVersion"].as_str(), entry("1.1.0")["packageVersion"].as_str()),
+        (Some("1.0.1"), Some("1.1.0"))
+    );
+    assert_eq!(entry("1.0.0")["names"], json!({ "en": "Connect Four", "es": "Conecta 4" }), "{catalog}");
+    let hundido = catalog.as_array().unwrap().iter().find(|g| g["id"] == "hundido").unwrap();
+    assert_eq!((&hundido["names"], &hundido["packageVersion"]), (&Value::Null, &Value::Null), "unpublished: {hundido}");
+    let (status, answer) = http(&addr, "GET", "/v1/packages/hundido", None).await;
+    assert_eq!((status, answer["code"].as_str()), (404, Some("NOT_FOUND")), "an unpublished game lists nothing");
+}
+
+/// Creates a Conecta 4 match with the version fields of `choice`; the created answer.
+async fn create_with(addr: &str, choice: Value) -> Value {
+    let (status, created) = http(addr, "POST", "/v1/matches", Some(creation(&choice))).await;
+    assert_eq!(status, 201, "{created}");
+    created
+}
+
+/// The body of a Conecta 4 creation with the version fields of `choice`.
+fn creation(choice: &Value) -> Value {
+    let mut body = json!({ "game": "conecta4", "seats": { "p0": "alice", "p1": "bob" } });
+    body.as_object_mut().unwrap().extend(choice.as_object().unwrap().clone());
+    body
+}
+
 /// The state-migration admin operation: a match created and opened in the centre on 1.0.0
 /// is migrated to 1.1.0 (validated, pinned to 1.1.0's publication, its backup kept), replays
 /// with the rules each revision was decided by, is restored to exactly what it was, and a
@@ -279,4 +373,76 @@ async fn the_binary_refuses_a_migration_to_a_rules_version_it_does_not_have() {
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("no rules module conecta4 1.1.0 is registered"), "{stderr}");
     assert!(!backup.exists());
+}
+
+/// In the cluster the router lists the registry's versions and forwards the choice; the
+/// owning node resolves it against the same registry and pins it (the choice and the
+/// created game cross the gRPC hop).
+#[tokio::test]
+async fn a_cluster_lists_published_versions_and_pins_the_one_chosen() {
+    let temp = TempDir::new("cluster-versions");
+    let packages = temp.path().join("registry");
+    publish(&packages, shipped_package());
+    publish(&packages, package_of(temp.path(), "1.0.1", "1.0.0"));
+    let registry = packages.to_str().unwrap();
+    let cluster = crate::harness::Cluster::start_with_env("versions", 2, 1, &[("JUEGOLAND_REGISTRY", registry)]).await;
+    let addr = cluster.routers[0].http.trim_start_matches("http://").to_owned();
+    let (status, listed) = http(&addr, "GET", "/v1/packages/conecta4", None).await;
+    let versions: Vec<&str> =
+        listed["versions"].as_array().unwrap().iter().map(|v| v["version"].as_str().unwrap()).collect();
+    assert_eq!((status, versions), (200, vec!["1.0.1", "1.0.0"]), "{listed}");
+    for (choice, package) in [(json!({}), "1.0.1"), (json!({ "packageVersion": "1.0.0" }), "1.0.0")] {
+        let created = create_with(&addr, choice.clone()).await;
+        assert_eq!(created["game"], json!({ "id": "conecta4", "rulesVersion": "1.0.0" }), "{created}");
+        assert_eq!(created["package"]["version"], package, "{choice}: {created}");
+        assert_eq!(created["package"]["lockDigest"], lock_digest(&packages, package), "{created}");
+        // The platform reads it back through the router, from the owning node.
+        let path = format!("/v1/matches/{}", created["matchId"].as_str().unwrap());
+        let (status, read) = http(&addr, "GET", &path, None).await;
+        assert_eq!(status, 200, "{read}");
+        assert_eq!((&read["package"], read["gameVersion"].as_str()), (&created["package"], Some(package)), "{read}");
+        assert_eq!(read["seats"][1]["controller"], json!({ "kind": "human", "principal": "bob" }), "{read}");
+    }
+    // The router lists them from the cluster's PostgreSQL, newest first.
+    let (status, listed) = http(&addr, "GET", "/v1/matches?principal=alice&game=conecta4", None).await;
+    let versions: Vec<&str> = listed["matches"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["gameVersion"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!((status, versions), (200, vec!["1.0.0", "1.0.1"]), "{listed}");
+    // The routers' gRPC lists the same as their HTTP.
+    let mut client = cluster.client(0).await;
+    let request = juegoland_rpc::pb::ListMatchesRequest {
+        principal: "alice".into(),
+        game: "conecta4".into(),
+        ..Default::default()
+    };
+    let page = juegoland_rpc::match_page(client.list_matches(request).await.expect("ListMatches").into_inner());
+    assert_eq!(serde_json::to_value(page.expect("a page")).unwrap(), listed, "gRPC and HTTP list alike");
+    let refused = client
+        .list_matches(juegoland_rpc::pb::ListMatchesRequest { limit: 500, ..Default::default() })
+        .await
+        .expect_err("a limit out of range");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
+    // And the feed tells both creations, from the cluster's PostgreSQL.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let created: Vec<Value> = loop {
+        let (status, feed) = http(&addr, "GET", "/v1/feed", None).await;
+        assert_eq!(status, 200, "{feed}");
+        let events: Vec<Value> = feed["events"].as_array().unwrap().clone();
+        if events.len() >= 2 || std::time::Instant::now() > deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let kinds: Vec<(&str, &str)> =
+        created.iter().map(|e| (e["kind"].as_str().unwrap(), e["match"]["gameVersion"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("created", "1.0.1"), ("created", "1.0.0")]);
+    let read = client.read_feed(juegoland_rpc::pb::ReadFeedRequest::default()).await.expect("ReadFeed");
+    let fed = juegoland_rpc::feed_page(read.into_inner()).expect("a feed page");
+    assert_eq!(serde_json::to_value(&fed.events).unwrap(), Value::Array(created.clone()), "gRPC and HTTP feed alike");
+    let (status, refused) =
+        http(&addr, "POST", "/v1/matches", Some(creation(&json!({ "packageVersion": "2.0.0" })))).await;
+    assert_eq!((status, refused["code"].as_str()), (404, Some("UNKNOWN_PACKAGE_VERSION")), "{refused}");
+    cluster.stop().await;
 }

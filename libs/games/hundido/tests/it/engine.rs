@@ -169,7 +169,7 @@ const CLASSIC: [&str; 5] = ["carrier", "battleship", "cruiser", "submarine", "de
 
 fn applied(o: &ReceiptOutcome) -> u64 {
     match o {
-        ReceiptOutcome::Applied { revision } => *revision,
+        ReceiptOutcome::Applied { revision, .. } => *revision,
         other => panic!("expected an applied command, got {other:?}"),
     }
 }

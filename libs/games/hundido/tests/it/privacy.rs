@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, check_confluence, check_privacy};
+use juegoland_conformance::{Pattern, PlayoutConfig, PrivacyOracle, SPECTATOR, check_confluence, check_privacy};
 use juegoland_core::GameKey;
 use juegoland_hundido::{BOT_DEFAULT, Cell, Config, Data, Fleet, Hundido, ShotOutcome, Side, fleet};
 use juegoland_protocol::WireOffer;
@@ -50,26 +50,32 @@ impl PrivacyOracle for Oracle {
         .into_iter()
         .map(|t| Pattern::Text(t.to_owned()))
         .collect();
-        let Some(me) = Side::from_seat(recipient) else { return patterns };
         let p = typed(position);
-        let own = &p.data.players[me.index()].fleet;
-        let rival = &p.data.players[me.other().index()].fleet;
-        let sunk: BTreeSet<&str> = p
-            .data
-            .shots
-            .iter()
-            .filter(|s| s.seat == me && s.outcome == ShotOutcome::Sunk)
-            .filter_map(|s| s.ship.as_deref())
-            .collect();
-        for (ship, at) in rival {
-            // Skip a ship lying exactly where the recipient's own ship of that name lies: the
-            // recipient's own board legitimately shows that object.
-            if sunk.contains(ship.as_str()) || own.get(ship) == Some(at) {
-                continue;
+        // A seat may not see its rival's unsunk ships; a spectator no unsunk ship at all.
+        let (shooters, own): (Vec<Side>, Option<&Fleet>) = match Side::from_seat(recipient) {
+            Some(me) => (vec![me], Some(&p.data.players[me.index()].fleet)),
+            None if recipient == SPECTATOR => (vec![Side::P0, Side::P1], None),
+            None => return patterns,
+        };
+        for me in shooters {
+            let rival = &p.data.players[me.other().index()].fleet;
+            let sunk: BTreeSet<&str> = p
+                .data
+                .shots
+                .iter()
+                .filter(|s| s.seat == me && s.outcome == ShotOutcome::Sunk)
+                .filter_map(|s| s.ship.as_deref())
+                .collect();
+            for (ship, at) in rival {
+                // Skip a ship lying exactly where the recipient's own ship of that name lies:
+                // the recipient's own board legitimately shows that object.
+                if sunk.contains(ship.as_str()) || own.and_then(|own| own.get(ship)) == Some(at) {
+                    continue;
+                }
+                patterns.push(Pattern::object(json!({
+                    "ship": ship, "row": at.row, "column": at.column, "orientation": at.orientation,
+                })));
             }
-            patterns.push(Pattern::object(json!({
-                "ship": ship, "row": at.row, "column": at.column, "orientation": at.orientation,
-            })));
         }
         patterns
     }
@@ -80,26 +86,40 @@ impl PrivacyOracle for Oracle {
         recipient: &str,
         entropy: &mut dyn EntropySource,
     ) -> Option<JsonPosition> {
-        let me = Side::from_seat(recipient)?;
+        // A seat's rival's fleet may move; for a spectator, both fleets.
+        let shooters = match Side::from_seat(recipient) {
+            Some(me) => vec![me],
+            None if recipient == SPECTATOR => vec![Side::P0, Side::P1],
+            None => return None,
+        };
         let p = typed(position);
         let config = &p.config;
-        let rival = &p.data.players[me.other().index()].fleet;
-        let blocked = fired(&p.data, me);
-        // Ships the recipient hit stay (their hit cells are known); the others may move.
-        let (fixed, movable): (Fleet, Fleet) = rival.iter().map(|(s, at)| (s.clone(), *at)).partition(|(ship, at)| {
-            fleet::cells_of(config, ship, at).is_ok_and(|cells| cells.iter().any(|c| blocked.contains(c)))
-        });
-        if movable.is_empty() {
+        let mut data = p.data.clone();
+        let mut moved = false;
+        for me in shooters {
+            let rival = &p.data.players[me.other().index()].fleet;
+            let blocked = fired(&p.data, me);
+            // Ships the shooter hit stay (their hit cells are known); the others may move.
+            let (fixed, movable): (Fleet, Fleet) =
+                rival.iter().map(|(s, at)| (s.clone(), *at)).partition(|(ship, at)| {
+                    fleet::cells_of(config, ship, at).is_ok_and(|cells| cells.iter().any(|c| blocked.contains(c)))
+                });
+            if movable.is_empty() {
+                continue;
+            }
+            // Relocate exactly the placed, unhit ships: complete against a fleet of just those.
+            let placed = Config {
+                fleet: config.fleet.iter().filter(|s| rival.contains_key(&s.ship)).cloned().collect(),
+                ..config.clone()
+            };
+            if let Some(relocated) = fleet::complete(&placed, &fixed, &blocked, Some(&mut *entropy)) {
+                data.players[me.other().index()].fleet = relocated;
+                moved = true;
+            }
+        }
+        if !moved {
             return None;
         }
-        // Relocate exactly the placed, unhit ships: complete against a fleet of just those.
-        let placed = Config {
-            fleet: config.fleet.iter().filter(|s| rival.contains_key(&s.ship)).cloned().collect(),
-            ..config.clone()
-        };
-        let relocated = fleet::complete(&placed, &fixed, &blocked, Some(entropy))?;
-        let mut data = p.data.clone();
-        data.players[me.other().index()].fleet = relocated;
         let scrambled = Position { data, ..p };
         Hundido.validate_position(&scrambled).expect("a scrambled position is valid");
         Some(JsonPosition { data: juegoland_sdk::RawJson::encode(&scrambled.data).unwrap(), ..position.clone() })
@@ -157,6 +177,7 @@ fn no_recipient_learns_the_rivals_hidden_fleet() {
             .unwrap_or_else(|leak| panic!("leak with {config}: {leak:#?}"));
         assert!(report.scrambles_compared > 100, "{config}: {report:?}");
         assert!(report.finished_matches > 0, "{config}: {report:?}");
+        assert!(report.spectator_outputs_checked > 100, "{config}: {report:?}");
     }
 }
 
@@ -200,6 +221,18 @@ fn the_oracle_catches_a_leaky_projection() {
     // The forbidden patterns name the rival's ships as placed.
     let patterns = Oracle.forbidden(&json, "p0");
     assert!(patterns.len() > 5, "{patterns:?}");
+    // For a spectator, both fleets move and are forbidden as placed, and its honest
+    // projection does not move either.
+    let both = Oracle.scramble(&json, SPECTATOR, &mut juegoland_sdk::SplitMix64(1)).unwrap();
+    let moved = typed(&both);
+    for side in [0, 1] {
+        assert_ne!(moved.data.players[side].fleet, p.data.players[side].fleet, "fleet {side} moved");
+    }
+    let spectator = juegoland_sdk::Recipient::Spectator;
+    let a = serde_json::to_value(Hundido.project(&p, spectator).view).unwrap();
+    let b = serde_json::to_value(Hundido.project(&moved, spectator).view).unwrap();
+    assert_eq!(a, b);
+    assert!(Oracle.forbidden(&json, SPECTATOR).len() > patterns.len(), "both fleets are forbidden");
 }
 
 /// [`Oracle`]'s proposals, except that a seat never proposes the `ready` that would start

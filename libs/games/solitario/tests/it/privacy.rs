@@ -147,6 +147,7 @@ fn nothing_hidden_reaches_p0() {
     assert!(report.commands > 24 * 20, "{report:?}");
     assert!(report.scrambles_compared > 24 * 20, "{report:?}");
     assert!(report.finished_matches > 0, "{report:?}");
+    assert!(report.spectator_outputs_checked > report.commands / 2, "spectators are checked: {report:?}");
 }
 
 #[test]

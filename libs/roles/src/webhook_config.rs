@@ -1,0 +1,272 @@
+//! Which webhook endpoints a deliverer serves, read once at start-up: one endpoint from the
+//! command line (`--webhook URL` with `--webhook-secret` or `--webhook-secret-file`, id
+//! `default`), or any number from a JSON file (`--webhooks-file`):
+//!
+//! ```json
+//! {"endpoints": [
+//!   {"id": "ratings", "url": "https://ratings.example/hooks/juegoland",
+//!    "secretFile": "/etc/juegoland/webhook-secrets/ratings", "kinds": ["finished", "cancelled"]},
+//!   {"id": "history", "url": "http://history.platform:8080/feed", "secret": "…"}
+//! ]}
+//! ```
+//!
+//! The file is strict (unknown fields are refused, like every stored format here): a typo
+//! must not silently turn a filter off. An endpoint's `id` names its durable cursor and its
+//! metrics, so renaming an endpoint starts it again from the feed's beginning; its URL may
+//! change freely. A relative `secretFile` is relative to the file's directory; a secret
+//! file's trailing whitespace (the newline an editor adds) is not part of the secret.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The id of the endpoint given with `--webhook`.
+pub const DEFAULT_ENDPOINT: &str = "default";
+
+/// One endpoint, checked.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// Names the endpoint's cursor in the store and its metrics (`webhook` label): 1 to 64
+    /// characters of `a-z`, `0-9`, `-`, `_`, `.`.
+    pub id: String,
+    /// `http://` or `https://`.
+    pub url: hyper::Uri,
+    /// The HMAC key of its signatures.
+    pub secret: Vec<u8>,
+    /// Only these feed kinds are sent (the others are passed over, the cursor moving past
+    /// them); `None`: every kind.
+    pub kinds: Option<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    /// Without the secret, and without the URL's path and query (they may carry a token).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("id", &self.id)
+            .field("scheme", &self.url.scheme_str())
+            .field("host", &self.url.host())
+            .field("kinds", &self.kinds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the webhook configuration was refused (the process does not start).
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookConfigError {
+    #[error("read the webhooks file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the webhooks file {} is not a webhook list: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("webhook {id:?}: an id is 1 to 64 characters of a-z, 0-9, '-', '_' and '.'")]
+    Id { id: String },
+    #[error("webhook {id:?} is configured twice")]
+    Duplicate { id: String },
+    #[error("webhook {id}: url {url:?} {why}")]
+    Url { id: String, url: String, why: String },
+    #[error("webhook {id}: {why}")]
+    Secret { id: String, why: &'static str },
+    #[error("webhook {id}: read the secret file {}", path.display())]
+    SecretFile {
+        id: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("webhook {id}: kind {kind:?} is not a feed kind (one of {allowed:?})")]
+    Kind { id: String, kind: String, allowed: &'static [&'static str] },
+    #[error("webhook {id}: `kinds` is empty (leave it out to send every kind)")]
+    NoKinds { id: String },
+    #[error("webhook options: {0}")]
+    Options(String),
+}
+
+/// The file's shape.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    endpoints: Vec<FileEndpoint>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileEndpoint {
+    id: String,
+    url: String,
+    #[serde(default)]
+    secret: Option<String>,
+    #[serde(default)]
+    secret_file: Option<PathBuf>,
+    #[serde(default)]
+    kinds: Option<Vec<String>>,
+}
+
+/// Where a secret comes from.
+pub enum SecretSource<'a> {
+    Inline(&'a str),
+    File(PathBuf),
+}
+
+/// One endpoint as given, checked into an [`Endpoint`].
+pub fn endpoint(
+    id: &str,
+    url: &str,
+    secret: Option<SecretSource<'_>>,
+    kinds: Option<&[String]>,
+) -> Result<Endpoint, WebhookConfigError> {
+    let valid_id = (1..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+    if !valid_id {
+        return Err(WebhookConfigError::Id { id: id.to_owned() });
+    }
+    let bad_url = |why: &str| WebhookConfigError::Url { id: id.to_owned(), url: url.to_owned(), why: why.to_owned() };
+    let parsed: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| bad_url(&e.to_string()))?;
+    if !matches!(parsed.scheme_str(), Some("http" | "https")) {
+        return Err(bad_url("is not an http:// or https:// URL"));
+    }
+    if parsed.host().is_none_or(str::is_empty) {
+        return Err(bad_url("has no host"));
+    }
+    let secret = match secret {
+        None => {
+            return Err(WebhookConfigError::Secret { id: id.to_owned(), why: "no secret: give secret or secretFile" });
+        }
+        Some(SecretSource::Inline(text)) => text.as_bytes().to_vec(),
+        Some(SecretSource::File(path)) => {
+            let bytes = std::fs::read(&path).map_err(|source| WebhookConfigError::SecretFile {
+                id: id.to_owned(),
+                path: path.clone(),
+                source,
+            })?;
+            let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+            bytes[..end].to_vec()
+        }
+    };
+    if secret.is_empty() {
+        return Err(WebhookConfigError::Secret { id: id.to_owned(), why: "the secret is empty" });
+    }
+    let kinds = match kinds {
+        None => None,
+        Some([]) => return Err(WebhookConfigError::NoKinds { id: id.to_owned() }),
+        Some(kinds) => {
+            let allowed = &juegoland_api::FEED_KINDS;
+            if let Some(kind) = kinds.iter().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(WebhookConfigError::Kind { id: id.to_owned(), kind: kind.clone(), allowed });
+            }
+            Some(kinds.iter().cloned().collect())
+        }
+    };
+    Ok(Endpoint { id: id.to_owned(), url: parsed, secret, kinds })
+}
+
+/// The endpoints of the webhooks file at `path`.
+pub fn from_file(path: &Path) -> Result<Vec<Endpoint>, WebhookConfigError> {
+    let text = std::fs::read(path).map_err(|source| WebhookConfigError::Read { path: path.to_owned(), source })?;
+    let file: File =
+        serde_json::from_slice(&text).map_err(|source| WebhookConfigError::Parse { path: path.to_owned(), source })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut seen = BTreeSet::new();
+    let mut endpoints = Vec::with_capacity(file.endpoints.len());
+    for e in file.endpoints {
+        let secret = match (&e.secret, e.secret_file) {
+            (Some(text), None) => Some(SecretSource::Inline(text)),
+            (None, Some(file)) => Some(SecretSource::File(dir.join(file))),
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                return Err(WebhookConfigError::Secret { id: e.id, why: "give secret or secretFile, not both" });
+            }
+        };
+        let endpoint = endpoint(&e.id, &e.url, secret, e.kinds.as_deref())?;
+        if !seen.insert(endpoint.id.clone()) {
+            return Err(WebhookConfigError::Duplicate { id: endpoint.id });
+        }
+        endpoints.push(endpoint);
+    }
+    Ok(endpoints)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn temp_dir(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("juegoland-webhook-config-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_file_lists_endpoints_with_secrets_inline_or_in_files_relative_to_it() {
+        let dir = temp_dir("ok");
+        write(&dir, "ratings.secret", "s3cret\n");
+        let file = write(
+            &dir,
+            "hooks.json",
+            r#"{"endpoints": [
+                {"id": "ratings", "url": "https://ratings.example/hooks?token=x", "secretFile": "ratings.secret",
+                 "kinds": ["finished", "cancelled"]},
+                {"id": "history", "url": "http://127.0.0.1:9/feed", "secret": "inline"}
+            ]}"#,
+        );
+        let endpoints = from_file(&file).expect("a valid file");
+        assert_eq!(endpoints.len(), 2);
+        assert_eq!((endpoints[0].id.as_str(), endpoints[0].secret.as_slice()), ("ratings", &b"s3cret"[..]));
+        let kinds: Vec<&str> = endpoints[0].kinds.as_ref().unwrap().iter().map(String::as_str).collect();
+        assert_eq!(kinds, ["cancelled", "finished"]);
+        assert_eq!((endpoints[1].secret.as_slice(), endpoints[1].kinds.is_none()), (&b"inline"[..], true));
+        let shown = format!("{endpoints:?}");
+        assert!(!shown.contains("s3cret") && !shown.contains("token"), "{shown}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn every_mistake_is_refused_with_what_is_wrong() {
+        let dir = temp_dir("errors");
+        let cases = [
+            (
+                r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": "s", "kind": ["finished"]}]}"#,
+                "unknown field `kind`",
+            ),
+            (r#"{"endpoints": [{"id": "A b", "url": "http://x/", "secret": "s"}]}"#, "an id is 1 to 64"),
+            (r#"{"endpoints": [{"id": "a", "url": "ftp://x/", "secret": "s"}]}"#, "not an http:// or https://"),
+            (r#"{"endpoints": [{"id": "a", "url": "/relative", "secret": "s"}]}"#, "not an http"),
+            (r#"{"endpoints": [{"id": "a", "url": "http://x/"}]}"#, "no secret"),
+            (r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": ""}]}"#, "the secret is empty"),
+            (r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": "s", "secretFile": "f"}]}"#, "not both"),
+            (r#"{"endpoints": [{"id": "a", "url": "http://x/", "secretFile": "missing"}]}"#, "read the secret file"),
+            (
+                r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": "s", "kinds": ["ended"]}]}"#,
+                "kind \"ended\"",
+            ),
+            (r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": "s", "kinds": []}]}"#, "`kinds` is empty"),
+            (
+                r#"{"endpoints": [{"id": "a", "url": "http://x/", "secret": "s"}, {"id": "a", "url": "http://y/", "secret": "t"}]}"#,
+                "configured twice",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = write(&dir, "hooks.json", text);
+            let error = from_file(&file).expect_err(text);
+            let message =
+                format!("{error}: {}", std::error::Error::source(&error).map(|s| s.to_string()).unwrap_or_default());
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+        let missing = from_file(&dir.join("nope.json")).expect_err("no file");
+        assert!(matches!(missing, WebhookConfigError::Read { .. }), "{missing}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
