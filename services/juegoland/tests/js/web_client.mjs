@@ -190,7 +190,8 @@ async function raceToTheEnd(page, what, each = async () => {}) {
     await page.focus(".race-roll");
     await page.keyboard.press("r");
     rolls++;
-    await until(page, `${what}: the roll shows`, ({ s }) => s.result || (s.confirmed > seen.s.confirmed && s.displayed === s.confirmed && !s.animating), 30_000);
+    // Shown and acknowledged: the receipt may arrive just after the revision it made.
+    await until(page, `${what}: the roll shows`, ({ s }) => s.result || (s.confirmed > seen.s.confirmed && s.displayed === s.confirmed && !s.animating && s.pending === null), 30_000);
     await each(rolls);
     if (rolls > 400) throw new Error(`${what}: no end after 400 rolls`);
   }
@@ -317,8 +318,11 @@ const scenarios = {
     let taps = 0;
     const deadline = Date.now() + 12_000;
     while (Date.now() < deadline) {
-      const { s, m } = await fog();
+      const { s, m: shown } = await fog();
       if (s.result) break;
+      // Where the page moves from is the confirmed view; the displayed one may still be
+      // drawing the last move.
+      const m = mazeOf(s.confirmedView) ?? shown;
       const at = m.positions[m.role];
       visited.add(at);
       const here = m.cells.get(at);
