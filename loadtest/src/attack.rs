@@ -119,14 +119,17 @@ impl Target {
         Ok(stream)
     }
 
-    /// A WebSocket as `principal`; `Err(true)` when the upgrade was refused with 503.
+    /// A WebSocket as `principal`; `Err(true)` when the upgrade was refused (503 at a cap, 429
+    /// over the address's rate of new connections).
     async fn ws(&self, principal: &str, small_buffer: bool) -> Result<WebSocketStream<TcpStream>, bool> {
         let token = self.ctx.tokens.token(principal).await.map_err(|_| false)?;
         let stream = self.tcp(small_buffer).await.map_err(|_| false)?;
         let url = format!("ws://{}/v1/ws?access_token={token}", self.authority);
         match tokio_tungstenite::client_async(url, stream).await {
             Ok((ws, _)) => Ok(ws),
-            Err(tokio_tungstenite::tungstenite::Error::Http(r)) if r.status() == 503 => Err(true),
+            Err(tokio_tungstenite::tungstenite::Error::Http(r)) if matches!(r.status().as_u16(), 429 | 503) => {
+                Err(true)
+            }
             Err(_) => Err(false),
         }
     }
@@ -298,10 +301,12 @@ async fn storm(target: &Target, matches: &[uuid::Uuid], i: usize, stats: &Attack
 }
 
 async fn oversize(target: &Target, stats: &AttackStats, stop: &AtomicBool) {
-    // Both messages are built (and masked) once: the attacker's CPU is not the server's.
+    // Both messages are built (and masked) once: the attacker's CPU is not the server's. The
+    // single frame announces 2 MiB in its header; the fragmented message is 16 KiB fragments,
+    // each under any frame limit, so the server reads until the whole passes its limit.
     let big = "x".repeat(2 << 20);
     let single = frame(0x81, big.as_bytes());
-    let chunks: Vec<&[u8]> = big.as_bytes().chunks(512 << 10).collect();
+    let chunks: Vec<&[u8]> = big.as_bytes().chunks(16 << 10).collect();
     let last = chunks.len() - 1;
     let split: Vec<u8> =
         chunks.iter().enumerate().flat_map(|(i, c)| frame((u8::from(i == last) << 7) | u8::from(i == 0), c)).collect();

@@ -35,21 +35,17 @@ use uuid::Uuid;
 
 use crate::auth::Bearer;
 use crate::gateway::{Gateway, host_error};
-use crate::limits::Refusal;
+use crate::limits::{Refusal, TokenBucket};
 use crate::outbox::Outbox;
 use crate::subscription::{Viewer, subscribe};
 
-/// A token bucket: `rate` tokens a second up to `burst`. Hand-rolled (a dozen lines) rather
-/// than a crate because it is per connection, single-threaded and needs nothing else. Its
-/// refusals are counted too (`strikes`: each refusal adds one, the rate takes them away), so
-/// that a connection that keeps sending over its rate can be told apart from a burst.
+/// A connection's message rate: a [`TokenBucket`] whose refusals are counted too (`strikes`:
+/// each refusal adds one, the rate takes them away), so that a connection that keeps sending
+/// over its rate can be told apart from a burst.
 struct RateLimit {
-    rate: f64,
-    burst: f64,
-    tokens: f64,
+    bucket: TokenBucket,
     strikes: f64,
     sustained: f64,
-    last: tokio::time::Instant,
 }
 
 /// What the rate limit says of one message.
@@ -64,26 +60,16 @@ enum Rate {
 
 impl RateLimit {
     fn new(rate: u32, burst: u32, sustained: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        Self {
-            rate: f64::from(rate),
-            burst,
-            tokens: burst,
-            strikes: 0.0,
-            sustained: f64::from(sustained.max(1)),
-            last: tokio::time::Instant::now(),
-        }
+        let bucket = TokenBucket::new(rate, burst, tokio::time::Instant::now());
+        Self { bucket, strikes: 0.0, sustained: f64::from(sustained.max(1)) }
     }
 
     /// Takes one token, or counts a refusal.
     fn allow(&mut self) -> Rate {
         let now = tokio::time::Instant::now();
-        let refill = now.duration_since(self.last).as_secs_f64() * self.rate;
-        self.tokens = (self.tokens + refill).min(self.burst);
-        self.strikes = (self.strikes - refill).max(0.0);
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
+        let worth = self.bucket.refill(now);
+        self.strikes = (self.strikes - worth).max(0.0);
+        if self.bucket.take(now) {
             Rate::Allowed
         } else {
             self.strikes += 1.0;

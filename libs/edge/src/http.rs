@@ -31,7 +31,7 @@ use uuid::Uuid;
 
 use crate::auth::Tokens;
 use crate::gateway::{Gateway, GatewayConfig};
-use crate::limits::{EdgeLimits, RETRY_AFTER_SECONDS, RemoteAddr};
+use crate::limits::{EdgeLimits, RETRY_AFTER_SECONDS, Refusal, RemoteAddr};
 use crate::metrics::EdgeMetrics;
 
 /// Everything the HTTP surface needs.
@@ -896,15 +896,23 @@ async fn ws(
         Ok(permit) => permit,
         Err(refusal) => {
             refusal.count(&gateway.metrics.refused);
-            let message = match refusal {
-                crate::limits::Refusal::AddressCap => "too many connections from this address; retry later",
-                _ => "this gateway is full; retry later",
+            let p = match refusal {
+                Refusal::AddressRate => problem(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RATE_LIMITED",
+                    "too many new connections from this address; retry later",
+                ),
+                Refusal::AddressCap => problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "too many connections from this address; retry later",
+                ),
+                _ => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "this gateway is full; retry later"),
             };
-            let p = problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", message);
             return ([(header::RETRY_AFTER, RETRY_AFTER_SECONDS.to_string())], p).into_response();
         }
     };
-    // Messages up to `max_message_bytes` (1 MiB; a fragmented message counted whole) reach
+    // Messages up to `max_message_bytes` (128 KiB; a fragmented message counted whole) reach
     // the protocol decoder, which answers anything over its own 64 KiB limit with
     // MESSAGE_TOO_LARGE and keeps the connection; bigger ones close it with 1009.
     // Buffers start small: tungstenite's 128 KiB read buffer per connection (allocated

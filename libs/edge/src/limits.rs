@@ -5,6 +5,9 @@
 //! ([`Refusal`], a closed set of reasons):
 //! - connections per process and per remote address: an upgrade (WebSocket) or a Socket.IO
 //!   connect beyond a cap is refused (HTTP 503 with `Retry-After`; Socket.IO `connect_error`);
+//! - new connections per remote address: `upgrades_per_second` on average (`upgrade_burst` at
+//!   once); beyond it an upgrade is refused with 429 and `Retry-After` (a client closed for
+//!   abuse that reconnects at once, over and over, costs a handshake each time);
 //! - the HTTP head (request line and headers) must arrive within `head_timeout`, or hyper
 //!   closes the connection (slowloris; `server.rs`);
 //! - a WebSocket sends a ping every `ping_interval`; one that delivers no complete message (a
@@ -12,8 +15,10 @@
 //! - each connection's outgoing queue holds `outgoing_queue` messages; a client that lets it
 //!   overflow is closed with 1008 (WebSocket) or disconnected (Socket.IO);
 //! - a message over `max_message_bytes` (a single frame or a fragmented message as a whole)
-//!   closes the WebSocket with 1009; the decoder answers anything above 64 KiB with
-//!   MESSAGE_TOO_LARGE and keeps the connection;
+//!   closes the WebSocket with 1009; the decoder answers anything above its own 64 KiB with
+//!   MESSAGE_TOO_LARGE and keeps the connection, so the default (128 KiB) is just above it:
+//!   what lies between gets the typed answer, and an oversized message costs the server at
+//!   most 128 KiB read;
 //! - each connection may send `messages_per_second` messages on average (`burst` at once);
 //!   above it a message is answered RATE_LIMITED and not processed, and a connection that
 //!   keeps sending over the rate (its refusals outrun the rate by `sustained_refusals`) is
@@ -26,6 +31,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use prometheus::IntCounterVec;
 
 /// The edge's limits (defaults in [`EdgeLimits::default`]; flags in `juegoland-roles`'
@@ -36,6 +43,10 @@ pub struct EdgeLimits {
     pub max_connections: usize,
     /// Open client connections per remote IP address.
     pub max_connections_per_address: usize,
+    /// New client connections per second per remote IP address, on average (0: no limit).
+    pub upgrades_per_second: u32,
+    /// New client connections a remote IP address may open in a burst above the average.
+    pub upgrade_burst: u32,
     /// How long a client may take to send an HTTP request's head.
     pub head_timeout: Duration,
     /// How often the server pings a WebSocket client.
@@ -66,11 +77,13 @@ impl Default for EdgeLimits {
         Self {
             max_connections: 10_000,
             max_connections_per_address: 1_000,
+            upgrades_per_second: 100,
+            upgrade_burst: 500,
             head_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(60),
             outgoing_queue: 256,
-            max_message_bytes: 1 << 20,
+            max_message_bytes: 128 << 10,
             messages_per_second: 50,
             burst: 100,
             sustained_refusals: 1_000,
@@ -86,6 +99,8 @@ pub enum Refusal {
     ProcessCap,
     /// A connection beyond the remote address's cap.
     AddressCap,
+    /// A connection beyond the remote address's rate of new connections.
+    AddressRate,
     /// An HTTP head not received in time.
     HeadTimeout,
     /// A WebSocket silent (no complete message) for the idle timeout.
@@ -103,9 +118,10 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 9] = [
+    pub const ALL: [Refusal; 10] = [
         Refusal::ProcessCap,
         Refusal::AddressCap,
+        Refusal::AddressRate,
         Refusal::HeadTimeout,
         Refusal::Idle,
         Refusal::SlowReader,
@@ -119,6 +135,7 @@ impl Refusal {
         match self {
             Refusal::ProcessCap => "process_cap",
             Refusal::AddressCap => "address_cap",
+            Refusal::AddressRate => "address_rate",
             Refusal::HeadTimeout => "head_timeout",
             Refusal::Idle => "idle",
             Refusal::SlowReader => "slow_reader",
@@ -141,15 +158,78 @@ impl Refusal {
 #[derive(Clone, Copy, Debug)]
 pub struct RemoteAddr(pub IpAddr);
 
-/// The open client connections of a process, by remote address.
+/// A token bucket: `rate` tokens a second, at most `burst` held (a rate of 0 never runs
+/// out). The per-connection message rate (`connection.rs`) and the per-address rate of new
+/// connections both use it; `tokio`'s clock, so that tests can pause time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub(crate) fn new(rate: u32, burst: u32, now: Instant) -> Self {
+        let burst = f64::from(burst.max(1));
+        Self { rate: f64::from(rate), burst, tokens: burst, last: now }
+    }
+
+    /// Refills up to `now`; answers the tokens the elapsed time was worth (counting any
+    /// beyond the burst, which are not kept).
+    pub(crate) fn refill(&mut self, now: Instant) -> f64 {
+        let worth = now.saturating_duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + worth).min(self.burst);
+        self.last = self.last.max(now);
+        worth
+    }
+
+    /// Takes a token if there is one (after refilling up to `now`).
+    pub(crate) fn take(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        if self.rate == 0.0 {
+            return true;
+        }
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether the bucket is full at `now` (forgetting it changes nothing).
+    fn full(&self, now: Instant) -> bool {
+        self.rate == 0.0
+            || self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * self.rate >= self.burst
+    }
+}
+
+/// The open client connections of a process, and by remote address their count and the
+/// rate of new ones.
 #[derive(Clone, Default)]
 pub(crate) struct Connections(Arc<Mutex<Counts>>);
 
 #[derive(Default)]
 struct Counts {
     total: usize,
-    by_address: HashMap<IpAddr, usize>,
+    by_address: HashMap<IpAddr, Address>,
+    /// Connections opened since addresses with nothing to remember were last forgotten.
+    since_pruned: usize,
 }
+
+/// What is kept of one remote address: while it holds a connection, or until its bucket of
+/// new connections is full again.
+struct Address {
+    open: usize,
+    upgrades: TokenBucket,
+}
+
+/// Every this many new connections, addresses with no connection and a full bucket are
+/// forgotten (a connection's close forgets its own address when it can), so that the map
+/// holds the addresses of the last few seconds however many there are.
+const PRUNE_EVERY: usize = 4096;
 
 /// One open connection's place, given back when dropped.
 pub(crate) struct Permit {
@@ -160,31 +240,50 @@ pub(crate) struct Permit {
 impl Connections {
     /// A place for one more connection from `address`, or why there is none.
     pub(crate) fn open(&self, limits: &EdgeLimits, address: Option<IpAddr>) -> Result<Permit, Refusal> {
+        let now = Instant::now();
         let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if counts.total >= limits.max_connections {
             return Err(Refusal::ProcessCap);
         }
         if let Some(address) = address {
-            let n = counts.by_address.entry(address).or_default();
-            if *n >= limits.max_connections_per_address {
+            counts.since_pruned += 1;
+            if counts.since_pruned >= PRUNE_EVERY {
+                counts.since_pruned = 0;
+                counts.by_address.retain(|_, a| a.open > 0 || !a.upgrades.full(now));
+            }
+            let a = counts.by_address.entry(address).or_insert_with(|| Address {
+                open: 0,
+                upgrades: TokenBucket::new(limits.upgrades_per_second, limits.upgrade_burst, now),
+            });
+            if a.open >= limits.max_connections_per_address {
                 return Err(Refusal::AddressCap);
             }
-            *n += 1;
+            if !a.upgrades.take(now) {
+                return Err(Refusal::AddressRate);
+            }
+            a.open += 1;
         }
         counts.total += 1;
         Ok(Permit { connections: self.clone(), address })
+    }
+
+    /// How many remote addresses are remembered (tests).
+    #[cfg(test)]
+    fn addresses(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).by_address.len()
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        let now = Instant::now();
         let mut counts = self.connections.0.lock().unwrap_or_else(|p| p.into_inner());
         counts.total -= 1;
         if let Some(address) = self.address
-            && let Some(n) = counts.by_address.get_mut(&address)
+            && let Some(a) = counts.by_address.get_mut(&address)
         {
-            *n -= 1;
-            if *n == 0 {
+            a.open -= 1;
+            if a.open == 0 && a.upgrades.full(now) {
                 counts.by_address.remove(&address);
             }
         }
@@ -210,5 +309,52 @@ mod tests {
         assert_eq!(c.open(&limits, b).err(), Some(Refusal::ProcessCap));
         drop(a1);
         assert!(c.open(&limits, a).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_address_opening_connections_too_fast_is_refused_until_its_bucket_refills() {
+        let limits = EdgeLimits { upgrades_per_second: 10, upgrade_burst: 3, ..EdgeLimits::default() };
+        let c = Connections::default();
+        let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
+        // Opened and closed at once, as a client closed for abuse reconnects: the burst, then
+        // refusals; another address is not affected.
+        for _ in 0..3 {
+            drop(c.open(&limits, a).unwrap());
+        }
+        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressRate));
+        assert!(c.open(&limits, b).is_ok());
+        // A tenth of a second is worth one connection at 10 a second.
+        tokio::time::advance(Duration::from_millis(100)).await;
+        drop(c.open(&limits, a).unwrap());
+        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressRate));
+        // Once its bucket is full again, an address with no connection is forgotten.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        drop(c.open(&limits, a).unwrap());
+        assert_eq!(c.addresses(), 0);
+        // No limit at 0.
+        let unlimited = EdgeLimits { upgrades_per_second: 0, upgrade_burst: 1, ..EdgeLimits::default() };
+        for _ in 0..1000 {
+            drop(c.open(&unlimited, a).unwrap());
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn addresses_are_forgotten_once_their_buckets_are_full_however_many_come() {
+        let limits = EdgeLimits { upgrades_per_second: 100, upgrade_burst: 10, ..EdgeLimits::default() };
+        let c = Connections::default();
+        let address = |i: u32| Some(IpAddr::from((i + 1).to_be_bytes()));
+        // One address holds a connection; many others connect once each and leave.
+        let held = c.open(&limits, address(0)).unwrap();
+        for i in 1..PRUNE_EVERY as u32 - 1 {
+            drop(c.open(&limits, address(i)).unwrap());
+        }
+        assert_eq!(c.addresses(), PRUNE_EVERY - 1, "a bucket not yet full is remembered");
+        // A second later every bucket is full: the next connection forgets all but the
+        // address holding one (and remembers its own).
+        tokio::time::advance(Duration::from_secs(1)).await;
+        drop(c.open(&limits, address(PRUNE_EVERY as u32)).unwrap());
+        assert_eq!(c.addresses(), 2);
+        drop(held);
+        assert_eq!(c.addresses(), 1);
     }
 }

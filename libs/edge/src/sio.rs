@@ -136,6 +136,9 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
                         refusal.count(&gateway.metrics.refused);
                         let message = match refusal {
                             Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
+                            Refusal::AddressRate => {
+                                "RATE_LIMITED: too many new connections from this address; retry later"
+                            }
                             _ => "UNAVAILABLE: this gateway is full; retry later",
                         };
                         return Box::pin(async move { Err(Box::new(message) as Box<dyn Display + Send>) });

@@ -524,3 +524,33 @@ fn chart_names_only_variables_the_binaries_read() {
         failures.into_iter().collect::<Vec<_>>().join("\n- ")
     );
 }
+
+#[test]
+fn alert_rules_pass_promtool_and_their_unit_tests() {
+    // Every rule file of deploy/prometheus/ is valid to Prometheus, and the unit tests of
+    // alerts_test.yaml (series in, alerts out: each failure the rules must page or warn on,
+    // and a healthy cluster that stays silent) pass. promtool comes with Debian's
+    // `prometheus` package, which scripts/setup installs.
+    let dir = root().join("deploy/prometheus");
+    let run = |args: &[&str]| {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("promtool {args:?}: {e} (scripts/setup installs it: Debian's prometheus)"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "promtool {args:?} failed:\n{said}");
+        said
+    };
+    let rules: Vec<String> = files_under(&dir, &[".yaml", ".yml"])
+        .into_iter()
+        .filter(|p| is_rule_file(&read(p)))
+        .map(|p| p.file_name().expect("a file name").to_string_lossy().into_owned())
+        .collect();
+    assert!(rules.contains(&"alerts.yaml".to_owned()), "{rules:?}");
+    let mut check = vec!["check", "rules"];
+    check.extend(rules.iter().map(String::as_str));
+    run(&check);
+    let tests = run(&["test", "rules", "alerts_test.yaml"]);
+    assert!(tests.contains("SUCCESS"), "{tests}");
+}

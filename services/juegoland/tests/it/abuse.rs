@@ -165,6 +165,41 @@ async fn a_flood_beyond_the_connection_caps_is_refused_while_a_connected_client_
 }
 
 #[tokio::test]
+async fn an_address_reconnecting_in_a_loop_is_refused_429_while_its_connected_clients_play() {
+    // Alice and Bob take two of the burst of five from this address.
+    let server = Server::start(&["--upgrades-per-second", "1", "--upgrade-burst", "5"]);
+    let (m, mut alice, mut bob) = playing(&server, "alice", "bob").await;
+    let token = server.token("mallory").await;
+    let url = format!("ws://{}/v1/ws?access_token={token}", server.addr);
+    // Mallory connects and leaves over and over: the rest of the burst, then 429 with
+    // Retry-After, as JSON; nothing she left open counts against her.
+    let mut opened = 0;
+    for _ in 0..10 {
+        match tokio_tungstenite::connect_async(&url).await {
+            Ok((ws, _)) => {
+                opened += 1;
+                drop(ws);
+            }
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status(), 429);
+                assert_eq!(response.headers()["retry-after"], "5");
+                let body: Value = serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+                assert_eq!(body["code"], "RATE_LIMITED", "{body}");
+            }
+            Err(other) => panic!("a connection was neither opened nor refused: {other:?}"),
+        }
+    }
+    // The test's own clock allows one more token per second that passed.
+    assert!((3..=5).contains(&opened), "{opened} opened");
+    assert_eq!(refused(&server, "address_rate").await, f64::from(10 - opened));
+    // The connected clients keep playing; a second later the address may connect again.
+    play(&mut alice, &mut bob, &m, 0, 3).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (_again, _) = tokio_tungstenite::connect_async(&url).await.expect("the bucket refilled");
+    play(&mut bob, &mut alice, &m, 1, 4).await;
+}
+
+#[tokio::test]
 async fn a_slowloris_http_head_is_closed_after_the_timeout() {
     let server = Server::start(&["--head-timeout-ms", "500"]);
     let mut slow = TcpStream::connect(server.addr).await.expect("connect");
@@ -254,7 +289,8 @@ async fn a_silent_websocket_and_a_slowloris_frame_are_closed_after_the_idle_time
 
 #[tokio::test]
 async fn an_oversized_message_closes_with_1009_whole_or_fragmented_and_nothing_is_applied() {
-    let server = Server::start(&["--max-message-bytes", "131072"]);
+    // The default limit, 128 KiB.
+    let server = Server::start(&[]);
     let (m, mut alice, mut bob) = playing(&server, "alice", "bob").await;
     // A move padded past the limit: one frame, then four fragments each under the limit.
     let padded = |n: usize| {
