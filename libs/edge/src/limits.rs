@@ -327,10 +327,14 @@ mod tests {
         tokio::time::advance(Duration::from_millis(100)).await;
         drop(c.open(&limits, a).unwrap());
         assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressRate));
-        // Once its bucket is full again, an address with no connection is forgotten.
+        // An address whose bucket is full again when its last connection closes is
+        // forgotten; one closed sooner (b) is remembered until a pruning.
         tokio::time::advance(Duration::from_secs(1)).await;
-        drop(c.open(&limits, a).unwrap());
-        assert_eq!(c.addresses(), 0);
+        let held = c.open(&limits, a).unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(c.addresses(), 2);
+        drop(held);
+        assert_eq!(c.addresses(), 1);
         // No limit at 0.
         let unlimited = EdgeLimits { upgrades_per_second: 0, upgrade_burst: 1, ..EdgeLimits::default() };
         for _ in 0..1000 {
