@@ -42,18 +42,8 @@ import { type Clock, realClock } from "./clock";
 import { type PendingStore, memoryPendingStore, pendingKey } from "./pending";
 import { type TransportFactory, type Transport, socketIoTransport, webSocketTransport } from "./transport";
 
-/** Who answers a seat's "your move?" (spec/engine.md § Seats). */
-export type SeatController = "human" | "bot" | "handover" | "replay" | "agent";
-
-/**
- * `game.snapshot` with the seats' controllers (main's protocol schema, 2026-12-06): a map
- * seat → controller on every snapshot, sync or live, while some seat is not played by its
- * human (a bot, a bot standing in for an away human, a replay script, an agent); absent when
- * humans play every seat, so each snapshot's own map (or its absence) is the truth at its
- * revision. Typed by hand until this branch's generated types are regenerated from that
- * schema (`npm run gen`); this is the one place that knows its shape.
- */
-export type SnapshotWithControllers = GameSnapshot & { controllers?: Record<string, SeatController> | null };
+/** Who answers a seat's "your move?" (spec/engine.md § Seats; the protocol's `ControllerKind`). */
+export type SeatController = ControllerKind;
 
 /** The confirmed state of the match for this recipient: the newest accepted snapshot. */
 export interface Confirmed {
@@ -572,7 +562,7 @@ export class MatchClient {
     }
   }
 
-  private onSnapshot(m: SnapshotWithControllers): void {
+  private onSnapshot(m: GameSnapshot): void {
     const c = this.opts.clock;
     const confirmed: Confirmed = {
       revision: m.revision,

@@ -141,7 +141,8 @@ async function startFromLobby(page, base, game, { name = "alice", friend = null,
 
 /** Every displayed revision from 1 to the last, each by its plan: no transition cut off. */
 function playedInOrder(history, what) {
-  const revs = history.filter(([, why]) => why === "plan").map(([r]) => r);
+  // A plan the player skipped still settles its own revision, in order.
+  const revs = history.filter(([, why]) => why === "plan" || why === "skip").map(([r]) => r);
   const last = history.at(-1)?.[0] ?? 0;
   const first = history.find(([, why]) => why === "sync")?.[0] ?? 0;
   const want = Array.from({ length: last - first }, (_, i) => first + 1 + i);
@@ -181,6 +182,124 @@ async function wsRoute(page) {
  * Plays a dice race to its end with the keyboard (R rolls); resolves with the final status.
  * `each` runs after every roll of mine has shown.
  */
+/**
+ * Run in the page (page.evaluate) before a move: waits, frame by frame, up to 5 s for an
+ * animation; then reads whether the board is locked and the controls usable, toggles the sound
+ * twice (back as it was) and presses skip, and measures how long the animation took to end.
+ */
+function duringAnimation() {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const tick = () => {
+      const s = window.__juegoland();
+      if (!s.animating) {
+        if (performance.now() - t0 > 5000) resolve({ caught: false });
+        else requestAnimationFrame(tick);
+        return;
+      }
+      const controls = ["#skip", "#sound", "#motion", "#lang", "#leave"].map((sel) => {
+        const el = document.querySelector(sel);
+        return { sel, enabled: !!el && !el.disabled && el.getAttribute("aria-disabled") !== "true" };
+      });
+      const board = [...document.querySelectorAll(".c4-col")];
+      const boardDisabled = board.length > 0 && board.every((c) => c.getAttribute("aria-disabled") === "true" || !c.classList.contains("playable"));
+      const sound = document.querySelector("#sound");
+      const pressed = sound.getAttribute("aria-pressed");
+      sound.click();
+      const soundToggled = sound.getAttribute("aria-pressed") !== pressed;
+      sound.click();
+      const skippedAt = performance.now();
+      document.querySelector("#skip").click();
+      const wait = () => {
+        const x = window.__juegoland();
+        // Skip ends the running transition (the next one, the bot's reply, may start at once).
+        if (!x.animating || x.displayed !== s.displayed) resolve({ caught: true, locked: s.locked, boardDisabled, controls, soundToggled, skippedWithinMs: performance.now() - skippedAt });
+        else if (performance.now() - skippedAt > 3000) resolve({ caught: true, locked: s.locked, boardDisabled, controls, soundToggled, skippedWithinMs: null });
+        else requestAnimationFrame(wait);
+      };
+      wait();
+    };
+    tick();
+  });
+}
+
+/**
+ * Battleship against the bot, keyboard only. With `reduced`, reduced motion is emulated (every
+ * transition settles without waiting for an animation) and the game is played to its end;
+ * without it the first `maxShots` shots are fired with full motion, and each of my shots must
+ * show before the bot's reply (the coordinator plays both in order).
+ */
+async function playHundido(base, { reduced, maxShots = 36 }) {
+  const { context, page } = await newPage(reduced ? { reducedMotion: "reduce" } : {});
+  await startFromLobby(page, base, "hundido", { variant: "quick" });
+  await page.waitForSelector(".hd-own [role=gridcell]");
+  if (reduced) await axe(page, "Battleship, placement");
+  const stops = await page.$$eval(".hd-grid", (grids) => grids.map((g) => g.querySelectorAll('[tabindex="0"]').length));
+  check(JSON.stringify(stops) === "[1,1]", `each grid should be one tab stop: ${JSON.stringify(stops)}`);
+  // Placement with the keyboard: the selected ship goes where the focus is (Enter).
+  for (const row of [0, 2]) {
+    await ready(page, "placement accepts a ship");
+    await page.focus(".hd-own [tabindex='0']");
+    const [r0] = await page.$eval(".hd-own [tabindex='0']", (c) => [Number(c.dataset.r)]);
+    for (let i = r0; i < row; i++) await page.keyboard.press("ArrowDown");
+    for (let i = r0; i > row; i--) await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("Enter");
+    await until(page, `ship placed on row ${row}`, ({ s }) => s.confirmed >= 1 && !s.locked && s.displayed === s.confirmed);
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-r"));
+    check(focused === String(row), `focus left the grid after placing (on row ${focused})`);
+  }
+  await tabTo(page, '[data-control="ready"]');
+  await page.keyboard.press("Enter");
+  await until(page, "the battle starts", ({ status }) => /Your shot|is firing/.test(status), 30_000);
+  if (reduced) await page.screenshot({ path: join(shots, "hundido-battle.png"), fullPage: true });
+  // Fire at every cell in order, keyboard only, one tab stop for the enemy grid.
+  let shots_ = 0;
+  for (let i = 0; i < 36 && shots_ < maxShots; i++) {
+    const [r, c] = [Math.floor(i / 6), i % 6];
+    const s0 = (await until(page, "my shot or the end", ({ s }) => s.result || !s.locked, 30_000)).s;
+    if (s0.result) break;
+    const cell = page.locator(`.hd-enemy [data-r="${r}"][data-c="${c}"]`);
+    if ((await cell.getAttribute("aria-disabled")) === "true") continue; // known already (a sunk ship)
+    await cell.focus();
+    await page.keyboard.press("Enter");
+    shots_++;
+    // Reduced motion: a confirmed shot shows at once; no poll ever sees an animation run (with
+    // motion the shot's mark alone plays for over half a second).
+    let sawAnimating = false;
+    await until(page, "the shot shows", ({ s }) => {
+      sawAnimating ||= !!s?.animating;
+      return s.displayed > s0.displayed && s.displayed === s.confirmed && !s.animating;
+    }, STEP_MS);
+    if (reduced) check(!sawAnimating, "an animation ran under reduced motion");
+    const focused = await page.evaluate(() => [document.activeElement?.closest(".hd-enemy") !== null, document.activeElement?.getAttribute("data-r"), document.activeElement?.getAttribute("data-c")]);
+    check(JSON.stringify(focused) === JSON.stringify([true, String(r), String(c)]), `Battleship: after the shot at ${r},${c} the focus is on ${JSON.stringify(focused)}`);
+    const label = await cell.getAttribute("aria-label");
+    check(/water|hit|sunk/.test(label), `the shot's cell does not say what it found: "${label}"`);
+  }
+  if (!reduced) {
+    playedInOrder((await state(page)).history, "Battleship with motion");
+    console.log(`[${elapsed()}] Battleship with motion: ${shots_} shots, each shown before the reply`);
+    await context.close();
+    return;
+  }
+  const end = await over(page);
+  console.log(`[${elapsed()}] Battleship ended after ${shots_} shots: ${end.status}`);
+  check(/You win|You lose/.test(end.status), `the result is not a sentence: "${end.status}"`);
+  check((await state(page)).history.every(([, why]) => why === "plan" || why === "sync"), "a transition failed under reduced motion");
+  await page.screenshot({ path: join(shots, "hundido.png"), fullPage: true });
+  await axe(page, "Battleship, finished");
+  await context.close();
+}
+
+/** Presses Tab until the focus is on `selector` (keyboard only: the control is reachable). */
+async function tabTo(page, selector) {
+  for (let i = 0; i < 60; i++) {
+    if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector)) return;
+    await page.keyboard.press("Tab");
+  }
+  throw new Error(`${selector} is not reachable with Tab`);
+}
+
 async function raceToTheEnd(page, what, each = async () => {}) {
   let rolls = 0;
   for (;;) {
@@ -669,10 +788,24 @@ const scenarios = {
       if (!playable.length) break;
       const column = [3, 2, 4, 1, 5, 0, 6].find((c) => playable.includes(c));
       await page.focus(".c4-col[tabindex='0']");
+      // On the first move, watch from inside the page, frame by frame, for the drop's
+      // animation: the board is locked while it runs, and skip, sound and leave stay usable
+      // (skip ends it at once).
+      const during = moves === 0 ? page.evaluate(duringAnimation) : null;
       await page.keyboard.press(String(column + 1));
       moves++;
       // The move is locked in at once: no second command while the first is pending.
       check((await state(page)).locked, "the board stays unlocked right after a move");
+      if (during) {
+        const d = await during;
+        check(d.caught, "Connect Four: no animation was seen after the first move");
+        if (d.caught) {
+          check(d.locked && d.boardDisabled, `Connect Four: the board is not locked during an animation: ${JSON.stringify(d)}`);
+          check(d.controls.every((c) => c.enabled), `Connect Four: a control is not usable during an animation: ${JSON.stringify(d.controls)}`);
+          check(d.soundToggled, "Connect Four: the sound switch did not answer during an animation");
+          check(d.skippedWithinMs !== null && d.skippedWithinMs < 1000, `Connect Four: skip did not end the animation: ${JSON.stringify(d)}`);
+        }
+      }
       await until(page, "the move and the bot's reply show", ({ s: x }) => x.confirmed >= s.confirmed + 1 && x.displayed === x.confirmed && !x.animating && (x.result || x.confirmed >= s.confirmed + 2), STEP_MS);
       check((await page.textContent("#last")).includes("Computer"), "what the rival just did is not visible");
       const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-column"));
@@ -682,6 +815,8 @@ const scenarios = {
     const history = (await state(page)).history;
     playedInOrder(history, "Connect Four against the bot");
     check(/You win|You lose|Draw/.test(end.status), `the result is not a sentence: "${end.status}"`);
+    const announced = await page.textContent("#announce");
+    check(announced.includes(end.status), `the result is not announced to screen readers: "${announced}"`);
     check(await page.isVisible("#rematch"), "no rematch button at the end");
     console.log(`[${elapsed()}] Connect Four ended after ${moves} moves: ${end.status}`);
     const sounds = (await state(page)).sounds;
@@ -693,61 +828,19 @@ const scenarios = {
     await page.click("#rematch");
     await until(page, "the rematch starts", ({ s }) => s && s.displayed === 0 && s.connection === "open");
     check(new URL(page.url()).searchParams.get("match") !== before, "the rematch is the same match");
+    // Leave goes back to the lobby, where the match can be resumed.
+    await page.click("#leave");
+    await page.waitForSelector('.game[data-game="conecta4"]');
+    check((await page.$$("a.resume")).length > 0, "after leaving, the lobby offers no match to resume");
     await context.close();
   },
 
   async hundido(base) {
-    // Reduced motion emulated: every transition settles without waiting for an animation.
-    const { context, page } = await newPage({ reducedMotion: "reduce" });
-    await startFromLobby(page, base, "hundido", { variant: "quick" });
-    await page.waitForSelector(".hd-own [role=gridcell]");
-    await axe(page, "Battleship, placement");
-    const stops = await page.$$eval(".hd-grid", (grids) => grids.map((g) => g.querySelectorAll('[tabindex="0"]').length));
-    check(JSON.stringify(stops) === "[1,1]", `each grid should be one tab stop: ${JSON.stringify(stops)}`);
-    // Placement with the keyboard: the selected ship goes where the focus is (Enter).
-    for (const row of [0, 2]) {
-      await ready(page, "placement accepts a ship");
-      await page.focus(".hd-own [tabindex='0']");
-      const [r0] = await page.$eval(".hd-own [tabindex='0']", (c) => [Number(c.dataset.r)]);
-      for (let i = r0; i < row; i++) await page.keyboard.press("ArrowDown");
-      for (let i = r0; i > row; i--) await page.keyboard.press("ArrowUp");
-      await page.keyboard.press("Enter");
-      await until(page, `ship placed on row ${row}`, ({ s }) => s.confirmed >= 1 && !s.locked && s.displayed === s.confirmed);
-      const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-r"));
-      check(focused === String(row), `focus left the grid after placing (on row ${focused})`);
-    }
-    await page.click('[data-control="ready"]');
-    await until(page, "the battle starts", ({ status }) => /Your shot|is firing/.test(status), 30_000);
-    await page.screenshot({ path: join(shots, "hundido-battle.png"), fullPage: true });
-    // Fire at every cell in order, keyboard only, one tab stop for the enemy grid.
-    let shots_ = 0;
-    for (let i = 0; i < 36; i++) {
-      const [r, c] = [Math.floor(i / 6), i % 6];
-      const s0 = (await until(page, "my shot or the end", ({ s }) => s.result || !s.locked, 30_000)).s;
-      if (s0.result) break;
-      const cell = page.locator(`.hd-enemy [data-r="${r}"][data-c="${c}"]`);
-      if ((await cell.getAttribute("aria-disabled")) === "true") continue; // known already (a sunk ship)
-      await cell.focus();
-      await page.keyboard.press("Enter");
-      shots_++;
-      // Reduced motion: a confirmed shot shows at once; no poll ever sees an animation run (with
-      // motion the shot's mark alone plays for over half a second).
-      let sawAnimating = false;
-      await until(page, "the shot shows", ({ s }) => {
-        sawAnimating ||= !!s?.animating;
-        return s.displayed > s0.displayed && s.displayed === s.confirmed && !s.animating;
-      }, STEP_MS);
-      check(!sawAnimating, "an animation ran under reduced motion");
-      const label = await cell.getAttribute("aria-label");
-      check(/water|hit|sunk/.test(label), `the shot's cell does not say what it found: "${label}"`);
-    }
-    const end = await over(page);
-    console.log(`[${elapsed()}] Battleship ended after ${shots_} shots: ${end.status}`);
-    check(/You win|You lose/.test(end.status), `the result is not a sentence: "${end.status}"`);
-    check((await state(page)).history.every(([, why]) => why === "plan" || why === "sync"), "a transition failed under reduced motion");
-    await page.screenshot({ path: join(shots, "hundido.png"), fullPage: true });
-    await axe(page, "Battleship, finished");
-    await context.close();
+    await playHundido(base, { reduced: true });
+  },
+
+  async hundido_motion(base) {
+    await playHundido(base, { reduced: false, maxShots: 8 });
   },
 
   async solitario(base) {
@@ -795,9 +888,10 @@ const scenarios = {
     await page.screenshot({ path: join(shots, "solitario.png"), fullPage: true });
     // The end: give up (a confirmation first).
     await ready(page);
-    await page.click('[data-key="give-up"]');
+    await tabTo(page, '[data-key="give-up"]');
+    await page.keyboard.press("Enter");
     check(/Sure/.test(await page.textContent('[data-key="give-up"]')), "giving up asks for a confirmation");
-    await page.click('[data-key="give-up"]');
+    await page.keyboard.press("Enter");
     const end = await over(page);
     check(/gave up/.test(end.status), `the result says "${end.status}"`);
     console.log(`[${elapsed()}] Solitaire ended: ${end.status}`);
@@ -811,10 +905,12 @@ const scenarios = {
     await startFromLobby(a.page, base, "conecta4", { name: "alice", friend: "bob" });
     const link = await a.page.getAttribute("#friend-link", "href");
     check(!!link && link.includes("as=bob"), `the friend's link does not seat bob: ${link}`);
+    await axe(a.page, "Connect Four, the host with the friend's link");
     // Bob plays over Socket.IO.
     await b.page.goto(`${link}&transport=socketio`);
     await until(b.page, "bob's board shows", ({ s }) => s && s.displayed !== null && s.connection === "open");
     check((await b.page.textContent("#players")).includes("alice"), "bob does not see alice's name");
+    await axe(b.page, "Connect Four, the invited friend over Socket.IO");
     // Alice mutes the sound: her drops are silent, bob's are not.
     await a.page.click("#sound");
     check((await a.page.getAttribute("#sound", "aria-pressed")) === "true", "the mute switch does not say it is on");
@@ -886,6 +982,7 @@ const scenarios = {
     await page.click('.c4-col[data-column="2"]', { force: true });
     check((await state(page)).pending === null && commands().length === 0, "a move was taken while offline: the board should be locked");
     await page.screenshot({ path: join(shots, "offline.png") });
+    await axe(page, "Connect Four, offline");
     net.mode = "pass";
     await context.setOffline(false);
     await until(page, "the page reconnects by itself", ({ s }) => s.connection === "open" && !s.locked, 20_000);
