@@ -60,7 +60,7 @@ enum Rate {
 
 impl RateLimit {
     fn new(rate: u32, burst: u32, sustained: u32) -> Self {
-        let bucket = TokenBucket::new(rate, burst, tokio::time::Instant::now());
+        let bucket = TokenBucket::new(f64::from(rate), burst, tokio::time::Instant::now());
         Self { bucket, strikes: 0.0, sustained: f64::from(sustained.max(1)) }
     }
 

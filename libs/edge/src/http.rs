@@ -897,10 +897,10 @@ async fn ws(
         Err(refusal) => {
             refusal.count(&gateway.metrics.refused);
             let p = match refusal {
-                Refusal::AddressRate => problem(
+                Refusal::AbusiveAddress => problem(
                     StatusCode::TOO_MANY_REQUESTS,
                     "RATE_LIMITED",
-                    "too many new connections from this address; retry later",
+                    "connections from this address were closed for abuse too often; retry later",
                 ),
                 Refusal::AddressCap => problem(
                     StatusCode::SERVICE_UNAVAILABLE,

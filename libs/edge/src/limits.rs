@@ -5,9 +5,12 @@
 //! ([`Refusal`], a closed set of reasons):
 //! - connections per process and per remote address: an upgrade (WebSocket) or a Socket.IO
 //!   connect beyond a cap is refused (HTTP 503 with `Retry-After`; Socket.IO `connect_error`);
-//! - new connections per remote address: `upgrades_per_second` on average (`upgrade_burst` at
-//!   once); beyond it an upgrade is refused with 429 and `Retry-After` (a client closed for
-//!   abuse that reconnects at once, over and over, costs a handshake each time);
+//! - closes for abuse per remote address: a connection closed for an oversized message or for
+//!   staying over its rate counts against its address, `abusive_closes_per_minute` on average
+//!   (`abusive_close_burst` at once); an address beyond it has its new connections refused
+//!   with 429 and `Retry-After` until it is back under (a client closed for abuse that
+//!   reconnects at once, over and over, costs a handshake and a read each time; honest
+//!   clients, which are never closed for abuse, are never refused for it);
 //! - the HTTP head (request line and headers) must arrive within `head_timeout`, or hyper
 //!   closes the connection (slowloris; `server.rs`);
 //! - a WebSocket sends a ping every `ping_interval`; one that delivers no complete message (a
@@ -43,10 +46,13 @@ pub struct EdgeLimits {
     pub max_connections: usize,
     /// Open client connections per remote IP address.
     pub max_connections_per_address: usize,
-    /// New client connections per second per remote IP address, on average (0: no limit).
-    pub upgrades_per_second: u32,
-    /// New client connections a remote IP address may open in a burst above the average.
-    pub upgrade_burst: u32,
+    /// Connections of a remote IP address closed for abuse (an oversized message, a
+    /// sustained rate) per minute, on average, before the address's new connections are
+    /// refused (0: never refused for it).
+    pub abusive_closes_per_minute: u32,
+    /// Connections of a remote IP address closed for abuse at once before its new connections
+    /// are refused.
+    pub abusive_close_burst: u32,
     /// How long a client may take to send an HTTP request's head.
     pub head_timeout: Duration,
     /// How often the server pings a WebSocket client.
@@ -77,8 +83,8 @@ impl Default for EdgeLimits {
         Self {
             max_connections: 10_000,
             max_connections_per_address: 1_000,
-            upgrades_per_second: 100,
-            upgrade_burst: 500,
+            abusive_closes_per_minute: 6,
+            abusive_close_burst: 10,
             head_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(60),
@@ -99,8 +105,8 @@ pub enum Refusal {
     ProcessCap,
     /// A connection beyond the remote address's cap.
     AddressCap,
-    /// A connection beyond the remote address's rate of new connections.
-    AddressRate,
+    /// A connection from an address recently closed for abuse too often.
+    AbusiveAddress,
     /// An HTTP head not received in time.
     HeadTimeout,
     /// A WebSocket silent (no complete message) for the idle timeout.
@@ -121,7 +127,7 @@ impl Refusal {
     pub const ALL: [Refusal; 10] = [
         Refusal::ProcessCap,
         Refusal::AddressCap,
-        Refusal::AddressRate,
+        Refusal::AbusiveAddress,
         Refusal::HeadTimeout,
         Refusal::Idle,
         Refusal::SlowReader,
@@ -135,7 +141,7 @@ impl Refusal {
         match self {
             Refusal::ProcessCap => "process_cap",
             Refusal::AddressCap => "address_cap",
-            Refusal::AddressRate => "address_rate",
+            Refusal::AbusiveAddress => "abusive_address",
             Refusal::HeadTimeout => "head_timeout",
             Refusal::Idle => "idle",
             Refusal::SlowReader => "slow_reader",
@@ -159,8 +165,8 @@ impl Refusal {
 pub struct RemoteAddr(pub IpAddr);
 
 /// A token bucket: `rate` tokens a second, at most `burst` held (a rate of 0 never runs
-/// out). The per-connection message rate (`connection.rs`) and the per-address rate of new
-/// connections both use it; `tokio`'s clock, so that tests can pause time.
+/// out). The per-connection message rate (`connection.rs`) and the per-address allowance of
+/// closes for abuse both use it; `tokio`'s clock, so that tests can pause time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TokenBucket {
     rate: f64,
@@ -171,9 +177,9 @@ pub(crate) struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket.
-    pub(crate) fn new(rate: u32, burst: u32, now: Instant) -> Self {
+    pub(crate) fn new(rate: f64, burst: u32, now: Instant) -> Self {
         let burst = f64::from(burst.max(1));
-        Self { rate: f64::from(rate), burst, tokens: burst, last: now }
+        Self { rate, burst, tokens: burst, last: now }
     }
 
     /// Refills up to `now`; answers the tokens the elapsed time was worth (counting any
@@ -185,18 +191,21 @@ impl TokenBucket {
         worth
     }
 
+    /// Whether a token is there to take (after refilling up to `now`).
+    pub(crate) fn available(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.rate == 0.0 || self.tokens >= 1.0
+    }
+
     /// Takes a token if there is one (after refilling up to `now`).
     pub(crate) fn take(&mut self, now: Instant) -> bool {
-        self.refill(now);
-        if self.rate == 0.0 {
-            return true;
+        if !self.available(now) {
+            return false;
         }
-        if self.tokens >= 1.0 {
+        if self.rate != 0.0 {
             self.tokens -= 1.0;
-            true
-        } else {
-            false
         }
+        true
     }
 
     /// Whether the bucket is full at `now` (forgetting it changes nothing).
@@ -206,8 +215,8 @@ impl TokenBucket {
     }
 }
 
-/// The open client connections of a process, and by remote address their count and the
-/// rate of new ones.
+/// The open client connections of a process, and by remote address their count and its
+/// allowance of closes for abuse.
 #[derive(Clone, Default)]
 pub(crate) struct Connections(Arc<Mutex<Counts>>);
 
@@ -219,16 +228,16 @@ struct Counts {
     since_pruned: usize,
 }
 
-/// What is kept of one remote address: while it holds a connection, or until its bucket of
-/// new connections is full again.
+/// What is kept of one remote address: while it holds a connection, or until its allowance
+/// of closes for abuse is whole again.
 struct Address {
     open: usize,
-    upgrades: TokenBucket,
+    abuse: TokenBucket,
 }
 
-/// Every this many new connections, addresses with no connection and a full bucket are
+/// Every this many new connections, addresses with no connection and a whole allowance are
 /// forgotten (a connection's close forgets its own address when it can), so that the map
-/// holds the addresses of the last few seconds however many there are.
+/// holds the addresses of the last few minutes however many there are.
 const PRUNE_EVERY: usize = 4096;
 
 /// One open connection's place, given back when dropped.
@@ -249,17 +258,18 @@ impl Connections {
             counts.since_pruned += 1;
             if counts.since_pruned >= PRUNE_EVERY {
                 counts.since_pruned = 0;
-                counts.by_address.retain(|_, a| a.open > 0 || !a.upgrades.full(now));
+                counts.by_address.retain(|_, a| a.open > 0 || !a.abuse.full(now));
             }
-            let a = counts.by_address.entry(address).or_insert_with(|| Address {
-                open: 0,
-                upgrades: TokenBucket::new(limits.upgrades_per_second, limits.upgrade_burst, now),
-            });
+            let rate = f64::from(limits.abusive_closes_per_minute) / 60.0;
+            let a = counts
+                .by_address
+                .entry(address)
+                .or_insert_with(|| Address { open: 0, abuse: TokenBucket::new(rate, limits.abusive_close_burst, now) });
             if a.open >= limits.max_connections_per_address {
                 return Err(Refusal::AddressCap);
             }
-            if !a.upgrades.take(now) {
-                return Err(Refusal::AddressRate);
+            if !a.abuse.available(now) {
+                return Err(Refusal::AbusiveAddress);
             }
             a.open += 1;
         }
@@ -274,6 +284,19 @@ impl Connections {
     }
 }
 
+impl Permit {
+    /// This connection is being closed for abuse: it counts against its address's allowance.
+    pub(crate) fn abused(&self) {
+        let now = Instant::now();
+        let mut counts = self.connections.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(address) = self.address
+            && let Some(a) = counts.by_address.get_mut(&address)
+        {
+            a.abuse.take(now);
+        }
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         let now = Instant::now();
@@ -283,7 +306,7 @@ impl Drop for Permit {
             && let Some(a) = counts.by_address.get_mut(&address)
         {
             a.open -= 1;
-            if a.open == 0 && a.upgrades.full(now) {
+            if a.open == 0 && a.abuse.full(now) {
                 counts.by_address.remove(&address);
             }
         }
@@ -312,51 +335,55 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_address_opening_connections_too_fast_is_refused_until_its_bucket_refills() {
-        let limits = EdgeLimits { upgrades_per_second: 10, upgrade_burst: 3, ..EdgeLimits::default() };
+    async fn an_address_closed_for_abuse_too_often_is_refused_until_its_allowance_refills() {
+        let limits = EdgeLimits { abusive_closes_per_minute: 60, abusive_close_burst: 3, ..EdgeLimits::default() };
         let c = Connections::default();
         let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
-        // Opened and closed at once, as a client closed for abuse reconnects: the burst, then
-        // refusals; another address is not affected.
-        for _ in 0..3 {
+        // Connections that are not closed for abuse come and go as they please.
+        for _ in 0..100 {
             drop(c.open(&limits, a).unwrap());
         }
-        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressRate));
+        // Three closed for abuse use the allowance up: the address's next connection is
+        // refused, its open one is kept, another address is not affected.
+        let kept = c.open(&limits, a).unwrap();
+        for _ in 0..3 {
+            let p = c.open(&limits, a).unwrap();
+            p.abused();
+        }
+        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AbusiveAddress));
         assert!(c.open(&limits, b).is_ok());
-        // A tenth of a second is worth one connection at 10 a second.
-        tokio::time::advance(Duration::from_millis(100)).await;
-        drop(c.open(&limits, a).unwrap());
-        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressRate));
-        // An address whose bucket is full again when its last connection closes is
-        // forgotten; one closed sooner (b) is remembered until a pruning.
+        // A second is worth one more at 60 a minute.
         tokio::time::advance(Duration::from_secs(1)).await;
-        let held = c.open(&limits, a).unwrap();
-        tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(c.addresses(), 2);
-        drop(held);
+        c.open(&limits, a).unwrap().abused();
+        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AbusiveAddress));
+        // An address is remembered while it holds a connection or its allowance is not
+        // whole (b, never closed for abuse, was forgotten at its close).
+        tokio::time::advance(Duration::from_secs(5)).await;
         assert_eq!(c.addresses(), 1);
-        // No limit at 0.
-        let unlimited = EdgeLimits { upgrades_per_second: 0, upgrade_burst: 1, ..EdgeLimits::default() };
-        for _ in 0..1000 {
-            drop(c.open(&unlimited, a).unwrap());
+        drop(kept);
+        assert_eq!(c.addresses(), 0);
+        // Never refused at 0.
+        let never = EdgeLimits { abusive_closes_per_minute: 0, abusive_close_burst: 1, ..EdgeLimits::default() };
+        for _ in 0..100 {
+            c.open(&never, a).unwrap().abused();
         }
     }
 
     #[tokio::test(start_paused = true)]
-    async fn addresses_are_forgotten_once_their_buckets_are_full_however_many_come() {
-        let limits = EdgeLimits { upgrades_per_second: 100, upgrade_burst: 10, ..EdgeLimits::default() };
+    async fn addresses_are_forgotten_once_their_allowance_is_whole_however_many_come() {
+        let limits = EdgeLimits { abusive_closes_per_minute: 60, abusive_close_burst: 10, ..EdgeLimits::default() };
         let c = Connections::default();
         let address = |i: u32| Some(IpAddr::from((i + 1).to_be_bytes()));
-        // One address holds a connection; many others connect once each and leave.
+        // One address holds a connection; many others are closed for abuse once each.
         let held = c.open(&limits, address(0)).unwrap();
         for i in 1..PRUNE_EVERY as u32 - 1 {
-            drop(c.open(&limits, address(i)).unwrap());
+            c.open(&limits, address(i)).unwrap().abused();
         }
-        assert_eq!(c.addresses(), PRUNE_EVERY - 1, "a bucket not yet full is remembered");
-        // A second later every bucket is full: the next connection forgets all but the
-        // address holding one (and remembers its own).
+        assert_eq!(c.addresses(), PRUNE_EVERY - 1, "an allowance not yet whole is remembered");
+        // A second later every allowance is whole: the next connection forgets all but the
+        // address holding one (and remembers its own until it is whole again).
         tokio::time::advance(Duration::from_secs(1)).await;
-        drop(c.open(&limits, address(PRUNE_EVERY as u32)).unwrap());
+        c.open(&limits, address(PRUNE_EVERY as u32)).unwrap().abused();
         assert_eq!(c.addresses(), 2);
         drop(held);
         assert_eq!(c.addresses(), 1);

@@ -136,8 +136,8 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
                         refusal.count(&gateway.metrics.refused);
                         let message = match refusal {
                             Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
-                            Refusal::AddressRate => {
-                                "RATE_LIMITED: too many new connections from this address; retry later"
+                            Refusal::AbusiveAddress => {
+                                "RATE_LIMITED: connections from this address were closed for abuse too often; retry later"
                             }
                             _ => "UNAVAILABLE: this gateway is full; retry later",
                         };
@@ -201,7 +201,7 @@ fn start(gateway: Gateway, bearer: Bearer, socket: &Arc<Sock>, permit: Permit) {
     let weak = Arc::downgrade(socket);
     let shutdown = gateway.config.shutdown.clone();
     shutdown.spawn_session(async move {
-        let _permit = permit;
+        let permit = permit;
         gateway.metrics.connections.inc();
         let (out, outgoing) = Outbox::channel(gateway.config.limits.outgoing_queue);
         let writer = tokio::spawn(write(weak.clone(), outgoing, out.overflow_handle()));
@@ -217,7 +217,11 @@ fn start(gateway: Gateway, bearer: Bearer, socket: &Arc<Sock>, permit: Permit) {
                 Refusal::SlowReader.count(&gateway.metrics.refused);
                 disconnect(weak, &gateway.config.shutdown).await;
             }
-            Ended::Closed | Ended::RateSustained => disconnect(weak, &gateway.config.shutdown).await,
+            Ended::RateSustained => {
+                permit.abused();
+                disconnect(weak, &gateway.config.shutdown).await;
+            }
+            Ended::Closed => disconnect(weak, &gateway.config.shutdown).await,
         }
     });
 }

@@ -51,9 +51,10 @@ impl Closing {
 }
 
 /// Serves one authenticated WebSocket connection until it closes, overflows, goes silent,
-/// exceeds a limit or the gateway shuts down; `_permit` holds its place among the process's
-/// connections.
-pub(crate) async fn serve(gateway: Gateway, bearer: Bearer, socket: WebSocket, _permit: Permit) {
+/// exceeds a limit or the gateway shuts down; `permit` holds its place among the process's
+/// connections (and hears of a close for abuse).
+pub(crate) async fn serve(gateway: Gateway, bearer: Bearer, socket: WebSocket, permit: Permit) {
+    let permit = Arc::new(permit);
     let _session = gateway.config.shutdown.session();
     let limits = gateway.config.limits.clone();
     let (sink, stream) = socket.split();
@@ -69,9 +70,9 @@ pub(crate) async fn serve(gateway: Gateway, bearer: Bearer, socket: WebSocket, _
     // silent, or one sending a frame a byte at a time) is closed with 1008. A message over
     // the size limit closes it with 1009; any other read error ends it like a close frame.
     let frames = futures::stream::unfold(stream, {
-        let (closing, refused) = (closing.clone(), gateway.metrics.refused.clone());
+        let (closing, refused, permit) = (closing.clone(), gateway.metrics.refused.clone(), permit.clone());
         move |mut stream| {
-            let (closing, refused) = (closing.clone(), refused.clone());
+            let (closing, refused, permit) = (closing.clone(), refused.clone(), permit.clone());
             async move {
                 loop {
                     let frame = match tokio::time::timeout(idle, stream.next()).await {
@@ -88,6 +89,7 @@ pub(crate) async fn serve(gateway: Gateway, bearer: Bearer, socket: WebSocket, _
                         Ok(Some(Err(e))) => {
                             if too_large(e) {
                                 Refusal::TooLarge.count(&refused);
+                                permit.abused();
                                 closing.set(close_code::SIZE, "message too large");
                             }
                             Frame::Close
@@ -110,6 +112,7 @@ pub(crate) async fn serve(gateway: Gateway, bearer: Bearer, socket: WebSocket, _
             }
         }
         Ended::RateSustained => {
+            permit.abused();
             closing.set(close_code::POLICY, "rate limit exceeded");
             closing.now.cancel();
             if tokio::time::timeout(2 * CLOSE_TIMEOUT, &mut writer).await.is_err() {

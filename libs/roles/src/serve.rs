@@ -151,13 +151,15 @@ pub struct EdgeLimitsArgs {
     /// client's address, raise it: every client then shares the proxy's).
     #[arg(long, env = "JUEGOLAND_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeLimits::default().max_connections_per_address)]
     pub max_connections_per_address: usize,
-    /// New client connections per second per remote IP address, on average (0: no limit);
-    /// beyond it an upgrade gets 429 with Retry-After.
-    #[arg(long, env = "JUEGOLAND_UPGRADES_PER_SECOND", default_value_t = EdgeLimits::default().upgrades_per_second)]
-    pub upgrades_per_second: u32,
-    /// New client connections a remote IP address may open in a burst.
-    #[arg(long, env = "JUEGOLAND_UPGRADE_BURST", default_value_t = EdgeLimits::default().upgrade_burst)]
-    pub upgrade_burst: u32,
+    /// Connections of one remote IP address closed for abuse (an oversized message, a
+    /// sustained rate) per minute, on average, before its new connections get 429 with
+    /// Retry-After (0: never).
+    #[arg(long, env = "JUEGOLAND_ABUSIVE_CLOSES_PER_MINUTE", default_value_t = EdgeLimits::default().abusive_closes_per_minute)]
+    pub abusive_closes_per_minute: u32,
+    /// Connections of one remote IP address closed for abuse at once before its new
+    /// connections are refused.
+    #[arg(long, env = "JUEGOLAND_ABUSIVE_CLOSE_BURST", default_value_t = EdgeLimits::default().abusive_close_burst)]
+    pub abusive_close_burst: u32,
     /// Milliseconds a client may take to send an HTTP request head (slowloris).
     #[arg(long, env = "JUEGOLAND_HEAD_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().head_timeout))]
     pub head_timeout_ms: u64,
@@ -198,8 +200,8 @@ impl EdgeLimitsArgs {
         EdgeLimits {
             max_connections: self.max_connections,
             max_connections_per_address: self.max_connections_per_address,
-            upgrades_per_second: self.upgrades_per_second,
-            upgrade_burst: self.upgrade_burst,
+            abusive_closes_per_minute: self.abusive_closes_per_minute,
+            abusive_close_burst: self.abusive_close_burst,
             head_timeout: Duration::from_millis(self.head_timeout_ms),
             ping_interval: Duration::from_millis(self.ping_interval_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
