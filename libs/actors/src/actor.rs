@@ -154,6 +154,10 @@ pub(crate) struct MatchActorState {
     pub(crate) cold: Option<Box<str>>,
     /// A `Cool` message is scheduled.
     pub(crate) cool_scheduled: bool,
+    /// The match has a result (seen while hot; a finished match never un-finishes).
+    pub(crate) finished: bool,
+    /// An `IdleCheck` for the finished match is scheduled.
+    pub(crate) finished_check_scheduled: bool,
     /// Deadline generations with a local timer armed.
     pub(crate) armed: std::collections::BTreeSet<(String, u64)>,
     pub(crate) last_activity: Instant,
@@ -230,6 +234,8 @@ impl Actor for MatchActor {
             hot: Some(live),
             cold: None,
             cool_scheduled: false,
+            finished: false,
+            finished_check_scheduled: false,
             armed: Default::default(),
             last_activity: Instant::now(),
             bot_pending: None,
@@ -280,6 +286,12 @@ impl MatchActor {
         if state.hot.is_some() && !state.cool_scheduled {
             state.cool_scheduled = true;
             myself.send_after(self.shared.config.cool_after, || MatchMsg::Cool);
+        }
+        // A finished match passivates sooner than a live one (`HostConfig::finished_passivation`).
+        state.finished |= state.hot.as_ref().is_some_and(|live| live.state().is_finished());
+        if state.finished && !state.finished_check_scheduled {
+            state.finished_check_scheduled = true;
+            myself.send_after(self.shared.config.finished_passivation, || MatchMsg::IdleCheck);
         }
     }
 
@@ -356,7 +368,14 @@ impl MatchActor {
             MatchMsg::AgentThinkTime { seat, turn } => self.agent_think_time(&myself, state, seat, turn).await,
             MatchMsg::AgentReturns { seat } => self.agent_returns(&myself, state, seat).await,
             MatchMsg::IdleCheck => {
-                if state.last_activity.elapsed() >= self.shared.config.idle_passivation && state.bot_pending.is_none() {
+                let config = &self.shared.config;
+                let idle = if state.finished {
+                    state.finished_check_scheduled = false;
+                    config.finished_passivation.min(config.idle_passivation)
+                } else {
+                    config.idle_passivation
+                };
+                if state.last_activity.elapsed() >= idle && state.bot_pending.is_none() {
                     self.leave_snapshot(state).await;
                     myself.stop(Some("idle".into()));
                 }

@@ -34,6 +34,12 @@ use crate::shell::{OsEntropy, now_ms, redacted};
 pub struct HostConfig {
     /// An actor with no message for this long passivates.
     pub idle_passivation: Duration,
+    /// A finished match's actor (the match has a result) with no message for this long
+    /// passivates: nothing changes the match again, and a late read or retry activates it
+    /// from the store. Without it every match finished in the last `idle_passivation` stays
+    /// in memory (docs/benchmarks.md, abuse at the edge: a load test finishing 300 matches a
+    /// second grew by hundreds of MiB).
+    pub finished_passivation: Duration,
     /// The longest a caller waits for a match actor's answer.
     pub call_timeout: Duration,
     /// How often undispatched outbox rows are swept to the bus.
@@ -69,6 +75,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         Self {
             idle_passivation: Duration::from_secs(300),
+            finished_passivation: Duration::from_secs(10),
             call_timeout: Duration::from_secs(10),
             sweep_interval: Duration::from_secs(1),
             mark_interval: Duration::from_millis(200),

@@ -499,3 +499,37 @@ async fn the_sweeper_re_dispatches_publications_with_their_commits_trace_context
     }
     assert_eq!(swept, contexts);
 }
+
+#[tokio::test]
+async fn a_finished_match_passivates_sooner_than_a_live_one() {
+    let (host, store, _) = host_with(HostConfig {
+        idle_passivation: Duration::from_secs(60),
+        finished_passivation: Duration::from_millis(200),
+        ..Default::default()
+    })
+    .await;
+    let live = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    let done = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
+    // Alice wins the second match with four in column 0; the first stays at its first move.
+    assert_eq!(applied(&host.command("alice", drop_cmd(live, 0, 3)).await.unwrap()), 1);
+    let mut revision = 0;
+    for column in [0u8, 1, 0, 1, 0, 1, 0] {
+        let player = if revision % 2 == 0 { "alice" } else { "bob" };
+        revision = applied(&host.command(player, drop_cmd(done, revision, column)).await.unwrap());
+    }
+    assert!(store.load(done).await.unwrap().unwrap().is_finished());
+    assert_eq!(host.active_actors(), 2);
+    // The finished one passivates; the live one, quiet as long, stays.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while host.active_actors() > 1 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the finished match passivates");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(host.active_actors(), 1, "the live match stays active");
+    // A late retry activates the finished match from the store and is still a duplicate.
+    let dup = host.command("alice", drop_cmd(done, 6, 0)).await.unwrap();
+    assert!(matches!(dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(7)), "{dup:?}");
+}
