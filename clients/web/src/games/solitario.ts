@@ -195,11 +195,20 @@ function mount(host: HTMLElement, api: BoardApi) {
     if (!api.command("draw", {}) && !api.command("recycle", {})) render();
   }
 
+  // The control the player was on, kept while a re-render disables it (the stock while a draw
+  // is pending): focus falls to the page then, and comes back when the control does.
+  let lastFocusKey: string | undefined;
+  root.addEventListener("focusin", (ev) => {
+    lastFocusKey = (ev.target as HTMLElement).dataset?.key ?? lastFocusKey;
+  });
+
   function render() {
     if (!p) return;
     const v = p.view;
     const ctx = p.context ?? {};
-    const focusKey = (document.activeElement as HTMLElement | null)?.dataset?.key;
+    const active = document.activeElement as HTMLElement | null;
+    // Focus elsewhere on the page (settings, chat) is the player's choice: left alone.
+    const focusKey = active && root.contains(active) ? active.dataset?.key : !active || active === document.body ? lastFocusKey : undefined;
     const isSel = (zone: string, index: number, len: number) => !!sel && sel.from === zone && (zone.startsWith("tableau") ? index >= len - sel.count : true);
     const top = el("div", { class: "sol-row" });
     const stockBtn = v.stock.count
@@ -306,7 +315,8 @@ function mount(host: HTMLElement, api: BoardApi) {
       el("div", { class: "sol-info" }, el("span", { text: api.t("solitario.counts", { moves: ctx.moves ?? 0, recycles: ctx.recycles ?? 0 }) }), " ", give),
       el("p", { class: "hint", text: api.t("solitario.hint") }),
     );
-    if (focusKey) root.querySelector<HTMLElement>(`[data-key="${focusKey}"]`)?.focus();
+    const target = focusKey ? root.querySelector<HTMLButtonElement>(`[data-key="${focusKey}"]`) : null;
+    if (target && !target.disabled) target.focus();
   }
 
   root.addEventListener("keydown", (ev) => {

@@ -311,6 +311,8 @@ async function raceToTheEnd(page, what, each = async () => {}) {
     rolls++;
     // Shown and acknowledged: the receipt may arrive just after the revision it made.
     await until(page, `${what}: the roll shows`, ({ s }) => s.result || (s.confirmed > seen.s.confirmed && s.displayed === s.confirmed && !s.animating && s.pending === null), 30_000);
+    const focused = await page.evaluate(() => document.activeElement?.classList.contains("race-roll") ?? false);
+    check(focused, `${what}: after roll ${rolls} the focus left the roll button`);
     await each(rolls);
     if (rolls > 400) throw new Error(`${what}: no end after 400 rolls`);
   }
@@ -460,6 +462,7 @@ const scenarios = {
       await until(page, "Laberinto: the move is acknowledged and shown", done, 5_000).catch(async (e) => {
         throw new Error(`${e.message}; pressed ${key} at cell ${at}, the page's last input: ${await page.getAttribute(".mz", "data-last-input")}`);
       });
+      check(await page.evaluate(() => document.activeElement?.classList.contains("mz-map") ?? false), "Laberinto: after a move the focus left the map");
     }
     const explored = await fog();
     const q = explored.s.queue;
@@ -855,6 +858,8 @@ const scenarios = {
       await page.focus('[data-key="stock"]');
       await page.keyboard.press("d");
       await until(page, "the draw shows", ({ s: x }) => x.displayed > s.displayed && x.displayed === x.confirmed && !x.animating);
+      const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-key"));
+      check(focused === "stock", `Solitaire: after a draw the focus is on ${focused}, not the stock`);
     }
     const moves = Number((await page.textContent(".sol-info")).match(/Moves: (\d+)/)?.[1] ?? -1);
     check(moves >= 6, `the move counter shows ${moves} after six draws`);
