@@ -531,5 +531,5 @@ async fn a_finished_match_passivates_sooner_than_a_live_one() {
     assert_eq!(host.active_actors(), 1, "the live match stays active");
     // A late retry activates the finished match from the store and is still a duplicate.
     let dup = host.command("alice", drop_cmd(done, 6, 0)).await.unwrap();
-    assert!(matches!(dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(7)), "{dup:?}");
+    assert!(matches!(&dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(7)), "{dup:?}");
 }
