@@ -3,7 +3,7 @@
 // project, which runs it under plain Node (no bundler, no TypeScript) and type-checks
 // README.md's example (test/readme.example.ts) against the package's own declarations.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
@@ -77,4 +77,18 @@ it("installs from its tarball, runs under Node and type-checks README.md's examp
     }
   })();
   expect(checked, "README.md's example does not type-check against the package").toBe("");
+});
+
+it("the library (src/lib, src/present, src/protocol) imports nothing from the app", () => {
+  const offenders: string[] = [];
+  for (const dir of ["lib", "present", "protocol"]) {
+    for (const file of readdirSync(join(web, "src", dir), { recursive: true }) as string[]) {
+      if (!file.endsWith(".ts")) continue;
+      const text = readFileSync(join(web, "src", dir, file), "utf8");
+      for (const m of text.matchAll(/from\s+"([^"]+)"/g)) {
+        if (/(^|\/)app(\/|$)|\.\.\/games/.test(m[1]!)) offenders.push(`src/${dir}/${file}: ${m[1]}`);
+      }
+    }
+  }
+  expect(offenders).toEqual([]);
 });
