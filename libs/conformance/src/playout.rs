@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use juegoland_core::{Decision, Engine, LiveMatch, Receipt, ReceiptKey, Registry, SeatHolder};
+use juegoland_core::{
+    CreateError, Decision, Engine, Fault, LiveMatch, LogEntry, Receipt, ReceiptKey, Registry, SeatHolder,
+};
 use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage, WireOffer};
 use juegoland_sdk::{EntropySource, Recipient, SplitMix64, below, seat_ids};
 use serde_json::Value;
@@ -22,6 +24,8 @@ pub(crate) struct Playout {
     pub receipts: BTreeMap<ReceiptKey, Receipt>,
     pub rng: SplitMix64,
     pub now_ms: i64,
+    /// The match's log, from its creation: what a replay re-runs.
+    pub log: Vec<LogEntry>,
     next_command: u128,
 }
 
@@ -36,15 +40,19 @@ pub(crate) struct Outcome {
 
 impl Playout {
     pub fn start(registry: Arc<Registry>, cfg: &PlayoutConfig, index: usize) -> Playout {
+        Self::try_start(registry, cfg, index).unwrap_or_else(|e| panic!("the playout's match cannot be created: {e}"))
+    }
+
+    /// [`Playout::start`], or why the engine refused to create the match.
+    pub fn try_start(registry: Arc<Registry>, cfg: &PlayoutConfig, index: usize) -> Result<Playout, CreateError> {
         let engine = Engine::new(registry);
         let mut rng = SplitMix64(cfg.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let seats: BTreeMap<_, _> =
             seat_ids(cfg.seats).into_iter().map(|s| (s.clone(), SeatHolder::Principal(principal(&s)))).collect();
         let match_id = Uuid::from_u128(0xC0FF_EE00_0000 + index as u128);
-        let (_, live) = engine
-            .create(match_id, &cfg.game, seats, &cfg.config, 1_000, &mut rng)
-            .unwrap_or_else(|e| panic!("the playout's match cannot be created: {e}"));
-        Playout { engine, live, receipts: BTreeMap::new(), rng, now_ms: 1_000, next_command: 1 }
+        let (pending, mut live) = engine.create(match_id, &cfg.game, seats, &cfg.config, 1_000, &mut rng)?;
+        let log = live.advance(pending).log.into_iter().collect();
+        Ok(Playout { engine, live, receipts: BTreeMap::new(), rng, now_ms: 1_000, log, next_command: 1 })
     }
 
     /// Another playout of the same match from `live` (a reloaded state), with the same
@@ -56,6 +64,7 @@ impl Playout {
             receipts: self.receipts.clone(),
             rng: self.rng.clone(),
             now_ms: self.now_ms,
+            log: self.log.clone(),
             next_command: self.next_command,
         }
     }
@@ -74,18 +83,32 @@ impl Playout {
 
     /// `seat`'s current offers.
     pub fn offers(&self, seat: &str) -> Vec<WireOffer> {
-        match self.live.snapshot(Recipient::Seat(seat), &self.engine) {
-            Ok(ServerMessage::Snapshot(s)) => s.actions,
-            Ok(_) => Vec::new(),
-            Err(f) => panic!("a snapshot failed: {f}"),
+        self.try_offers(seat).unwrap_or_else(|f| panic!("a snapshot failed: {f}"))
+    }
+
+    /// `seat`'s current offers, or why the engine could not make its snapshot.
+    pub fn try_offers(&self, seat: &str) -> Result<Vec<WireOffer>, Fault> {
+        match self.live.snapshot(Recipient::Seat(seat), &self.engine)? {
+            ServerMessage::Snapshot(s) => Ok(s.actions),
+            _ => Ok(Vec::new()),
         }
     }
 
     /// The action `seat` tries next: the oracle's proposal, or a random offer.
     pub fn propose(&mut self, oracle: &dyn PrivacyOracle, seat: &str) -> Option<(String, Value)> {
         let offers = self.offers(seat);
+        self.propose_from(oracle, seat, &offers)
+    }
+
+    /// [`Playout::propose`] from `offers`, `seat`'s current ones.
+    pub fn propose_from(
+        &mut self,
+        oracle: &dyn PrivacyOracle,
+        seat: &str,
+        offers: &[WireOffer],
+    ) -> Option<(String, Value)> {
         let position = self.live.state().position.clone();
-        if let Some(a) = oracle.propose(&position, seat, &offers, &mut self.rng as &mut dyn EntropySource) {
+        if let Some(a) = oracle.propose(&position, seat, offers, &mut self.rng as &mut dyn EntropySource) {
             return Some(a);
         }
         let concrete: Vec<_> = offers
@@ -101,7 +124,12 @@ impl Playout {
     /// The precondition an honest client sends for `action_type`: the one its offer carries,
     /// else the current counters for the action's policy.
     pub fn precondition(&self, seat: &str, action_type: &str) -> Precondition {
-        if let Some(o) = self.offers(seat).iter().find(|o| o.action_type() == action_type) {
+        self.precondition_from(seat, action_type, &self.offers(seat))
+    }
+
+    /// [`Playout::precondition`] from `offers`, `seat`'s current ones.
+    pub fn precondition_from(&self, seat: &str, action_type: &str, offers: &[WireOffer]) -> Precondition {
+        if let Some(o) = offers.iter().find(|o| o.action_type() == action_type) {
             return o.precondition();
         }
         self.live.precondition(seat, action_type)
@@ -119,6 +147,12 @@ impl Playout {
 
     /// Runs one command as `seat` (through its principal) and advances on a commit.
     pub fn run(&mut self, seat: &str, envelope: &CommandEnvelope) -> Outcome {
+        self.try_run(seat, envelope).unwrap_or_else(|f| panic!("the engine reported a rules fault (a bug): {f}"))
+    }
+
+    /// [`Playout::run`], or the engine's fault (a bug of the rules: a broken invariant, data
+    /// that fails its schema, a panic); nothing is committed then.
+    pub fn try_run(&mut self, seat: &str, envelope: &CommandEnvelope) -> Result<Outcome, Fault> {
         self.now_ms += 250;
         let principal = principal(seat);
         let key =
@@ -139,7 +173,7 @@ impl Playout {
                     .with_command_id(envelope.command_id),
             )
         };
-        match decision {
+        Ok(match decision {
             Decision::Duplicate(r) => Outcome { answer: r.ack(true), publications: vec![], applied: false },
             Decision::IdReused => Outcome {
                 answer: error(juegoland_protocol::ErrorCode::CommandIdReused),
@@ -151,9 +185,10 @@ impl Playout {
                 publications: vec![],
                 applied: false,
             },
-            Decision::Fault(f) => panic!("the engine reported a rules fault (a bug): {f}"),
+            Decision::Fault(f) => return Err(f),
             Decision::Commit(p) => {
                 let commit = self.live.advance(*p);
+                self.log.extend(commit.log.clone());
                 let receipt = commit.receipt.expect("a command commit has a receipt");
                 self.receipts.insert(receipt.key.clone(), receipt.clone());
                 let publications = commit
@@ -167,7 +202,7 @@ impl Playout {
                 let applied = commit.state.is_some();
                 Outcome { answer: receipt.ack(false), publications, applied }
             }
-        }
+        })
     }
 }
 

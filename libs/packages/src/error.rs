@@ -161,6 +161,10 @@ pub enum Kind {
     RulesMismatch { what: &'static str, manifest: String, module: String },
     #[error("the {0} schema file is not what the compiled rules module generates: regenerate it")]
     SchemaMismatch(&'static str),
+    #[error(
+        "the compiled rules module fails its conformance run: {0}; fix the rules (the game's own suite runs the same checkers)"
+    )]
+    ModuleTest(crate::publish::ModuleFailure),
     #[error("{0} is already published: a published version is immutable, publish a new version")]
     AlreadyPublished(String),
     #[error("{0}")]

@@ -7,8 +7,11 @@
 //! 3. art coverage, atlas regions, catalog resources, translations;
 //! 4. the compiled rules module registered under the manifest's id and rules version agrees
 //!    with it (ids, versions, participants, phases, stages, actions);
-//! 5. the game's schema files are what the module generates;
-//! 6. protocol and presentation conformance (protocol version, every plan);
+//! 5. the game's schema files are what the module generates, and the module passes the
+//!    rules, invariant, randomness and privacy tests of a bounded conformance run through
+//!    the engine ([`ModuleTests`], passed in by the service);
+//! 6. protocol and presentation conformance (protocol version, every plan, and the
+//!    conformance run's protocol checks);
 //! 7. inventory and lock, immutable publication (written aside, then renamed into place;
 //!    files read-only), and a load check of what was written.
 //!
@@ -50,7 +53,7 @@ impl Step {
             Step::References => "files, exports, component kinds, extensions and visual bindings",
             Step::Art => "art coverage, atlas regions, catalog resources and translations",
             Step::Rules => "the compiled rules module against the manifest",
-            Step::Schemas => "the game's schemas",
+            Step::Schemas => "the game's schemas and its rules, invariant, randomness and privacy tests",
             Step::Conformance => "protocol and presentation conformance",
             Step::Publication => "inventory, lock, immutable publication and load check",
         }
@@ -81,11 +84,55 @@ pub struct Publication {
 /// The compiled rules modules a publisher may check a game against, by id and rules version.
 pub type Modules<'a> = &'a dyn Fn(&str, &str) -> Option<Arc<dyn ErasedGame>>;
 
+/// The bounded conformance run of publish steps 5 and 6 on a game's compiled module, through
+/// the engine: `juegoland_conformance::check_module`, which the service passes in (this crate
+/// may not depend on the engine).
+pub type ModuleTests<'a> = &'a dyn Fn(&Arc<dyn ErasedGame>) -> Result<(), ModuleFailure>;
+
+/// What the conformance run of a game's compiled module found wrong: the check, and what
+/// failed in which random playout.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleFailure {
+    /// The rules faulted: a decided revision broke the rules' invariants (`validate_position`)
+    /// or the data schema, the rules panicked, or the default configuration makes no match.
+    #[error("the rules fail a random playout: {0}")]
+    Rules(String),
+    /// A playout's log, replayed with its randomness traces, does not reach the same state.
+    #[error("a random playout does not replay to the same state from its randomness traces: {0}")]
+    Replay(String),
+    /// A recipient received what it must not.
+    #[error("a recipient receives what it must not: {0}")]
+    Privacy(String),
+    /// Two seats' valid `actor` actions do not commute.
+    #[error("actor actions of different seats do not commute: {0}")]
+    Confluence(String),
+    /// A recipient's sync snapshot is not a protocol message whose view, context and offers
+    /// pass their schemas.
+    #[error("a snapshot fails the protocol: {0}")]
+    Protocol(String),
+}
+
+impl ModuleFailure {
+    /// The publish step whose tests found it: the rules, invariant, randomness and privacy
+    /// tests (confluence included) are step 5's, protocol conformance is step 6's.
+    pub fn step(&self) -> Step {
+        match self {
+            ModuleFailure::Protocol(_) => Step::Conformance,
+            ModuleFailure::Rules(_)
+            | ModuleFailure::Replay(_)
+            | ModuleFailure::Privacy(_)
+            | ModuleFailure::Confluence(_) => Step::Schemas,
+        }
+    }
+}
+
 /// What the publisher checks against.
 pub struct Publisher<'a> {
     /// The registry directory: published packages live in `<registry>/<id>/<version>/`.
     pub registry: PathBuf,
     pub modules: Modules<'a>,
+    /// The conformance run every game's module must pass (steps 5 and 6).
+    pub tests: ModuleTests<'a>,
     pub customs: &'a CustomRegistry,
     pub effects: &'a EffectRegistry,
 }
@@ -126,6 +173,10 @@ impl Publisher<'_> {
             })?;
             crate::rules::check_module(&root, game, module.as_ref()).map_err(at(Step::Rules))?;
             crate::rules::check_schemas(&root, game, module.as_ref()).map_err(at(Step::Schemas))?;
+            // The conformance run's failures belong to step 5 or, for the protocol, to step 6.
+            (self.tests)(&module).map_err(|failure| {
+                at(failure.step())(Rejection::new(root.manifest_label(), "/rules/version", Kind::ModuleTest(failure)))
+            })?;
             // Step 6.
             self.check_conformance(&root, game).map_err(at(Step::Conformance))?;
         }

@@ -1,7 +1,7 @@
 //! `juegoland publish DIR`: runs the seven publish steps of spec/packages.md on a package
 //! directory and publishes it into the registry directory (`libs/packages`' `Publisher`),
 //! checking a game against the rules module compiled into this binary under its id and
-//! rules version.
+//! rules version, and running that module through `juegoland_conformance::check_module`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +47,7 @@ pub fn run(config: PublishConfig, registry: &Registry) -> anyhow::Result<()> {
     let publisher = Publisher {
         registry: config.registry.registry.clone(),
         modules: &modules,
+        tests: &juegoland_conformance::check_module,
         customs: &customs,
         effects: &effects,
     };

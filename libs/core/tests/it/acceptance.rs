@@ -640,3 +640,57 @@ fn a_match_migrates_to_another_rules_version_replays_and_restores() {
     assert!(matches!(unpublished, MigrationError::TargetUnpublished { .. }), "{unpublished}");
     assert!(unpublished.to_string().contains("no package of conecta4 is published for rules 1.1.0"), "{unpublished}");
 }
+
+/// A migration validates: rules whose invariants refuse the match's state, another state
+/// schema version (no game registers a state transformation), and a source state that does
+/// not load under its own rules are each refused with their typed error.
+#[test]
+fn a_migration_to_rules_that_refuse_the_state_or_another_state_schema_is_refused() {
+    use juegoland_core::{Engine, GameKey, MigrationError, Registry};
+    use juegoland_sdk::Pos;
+
+    use crate::fixture::Stricter;
+    fn centre_taken(p: &Pos<juegoland_conecta4::Conecta4>) -> Option<&'static str> {
+        p.data.grid.iter().any(|row| row[3].is_some()).then_some("a disc in the centre column")
+    }
+    let conecta4 = juegoland_conecta4::Conecta4;
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(conecta4)).unwrap();
+    let strict = Stricter { game: conecta4, rules_version: "1.2.0", state_schema_version: 1, refuses: centre_taken };
+    registry.register(juegoland_sdk::erase(strict)).unwrap();
+    let reshaped = Stricter { game: conecta4, rules_version: "2.0.0", state_schema_version: 2, refuses: |_| None };
+    registry.register(juegoland_sdk::erase(reshaped)).unwrap();
+    let mut h = Harness::conecta4();
+    h.engine = Engine::new(std::sync::Arc::new(registry));
+    assert_eq!(h.drop_disc(3).ack().status, AckStatus::Applied);
+    let source = h.state().clone();
+    let key = |v: &str| GameKey { id: "conecta4".into(), rules_version: v.into() };
+
+    let refused = h.engine.migrate(&source, &key("1.2.0")).expect_err("1.2.0 refuses a centre disc");
+    assert!(matches!(refused, MigrationError::Invalid { which: "migrated", .. }), "{refused}");
+    assert!(refused.to_string().contains("a disc in the centre column"), "{refused}");
+    // Before the centre is taken, the same rules take the match.
+    let mut early = Harness::conecta4();
+    early.engine = h.engine.clone();
+    assert_eq!(early.drop_disc(2).ack().status, AckStatus::Applied);
+    early.engine.migrate(early.state(), &key("1.2.0")).expect("no centre disc yet");
+
+    assert_eq!(
+        h.engine.migrate(&source, &key("2.0.0")),
+        Err(MigrationError::NoTransform {
+            match_id: source.match_id,
+            from: "1.0.0".into(),
+            to: "2.0.0".into(),
+            from_schema: 1,
+            to_schema: 2,
+        })
+    );
+
+    // A source its own rules call corrupt is refused before the target is considered.
+    let mut corrupt = source.clone();
+    let mut data = corrupt.position.data.to_value();
+    data["moveCount"] = json!(5);
+    corrupt.position.data = (&data).into();
+    let refused = h.engine.migrate(&corrupt, &key("2.0.0")).expect_err("the source does not load");
+    assert!(matches!(refused, MigrationError::Invalid { which: "source", .. }), "{refused}");
+}

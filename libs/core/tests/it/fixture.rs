@@ -369,3 +369,55 @@ impl<G: Game> Game for Versioned<G> {
         self.0.on_lifecycle(p, e, s)
     }
 }
+
+/// Another rules version of any game that a match must not migrate to unchanged: its
+/// invariants also refuse what `refuses` returns (as the corruption's message), and it may
+/// declare another state schema version.
+pub struct Stricter<G: Game> {
+    pub game: G,
+    pub rules_version: &'static str,
+    pub state_schema_version: u32,
+    pub refuses: fn(&Pos<G>) -> Option<&'static str>,
+}
+
+impl<G: Game> Game for Stricter<G> {
+    type Config = G::Config;
+    type Data = G::Data;
+    type Action = G::Action;
+    type Event = G::Event;
+    type View = G::View;
+    type Context = G::Context;
+    type VisibleEvent = G::VisibleEvent;
+
+    fn descriptor(&self) -> Descriptor {
+        Descriptor {
+            rules_version: self.rules_version.into(),
+            state_schema_version: self.state_schema_version,
+            ..self.game.descriptor()
+        }
+    }
+    fn setup(&self, input: &Setup<G::Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.game.setup(input, services)
+    }
+    fn validate_position(&self, p: &Pos<Self>) -> Result<(), Corrupt> {
+        match (self.refuses)(p) {
+            Some(why) => Err(Corrupt(why.into())),
+            None => self.game.validate_position(p),
+        }
+    }
+    fn apply(&self, p: &Pos<Self>, a: &str, x: &G::Action, s: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.game.apply(p, a, x, s)
+    }
+    fn available_actions(&self, p: &Pos<Self>, r: Recipient<'_>) -> Vec<Offer<G::Action>> {
+        self.game.available_actions(p, r)
+    }
+    fn project(&self, p: &Pos<Self>, r: Recipient<'_>) -> Projection<G::View, G::Context> {
+        self.game.project(p, r)
+    }
+    fn project_event(&self, b: &Pos<Self>, a: &Pos<Self>, e: &G::Event, r: Recipient<'_>) -> Vec<G::VisibleEvent> {
+        self.game.project_event(b, a, e, r)
+    }
+    fn on_lifecycle(&self, p: &Pos<Self>, e: &Lifecycle, s: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
+        self.game.on_lifecycle(p, e, s)
+    }
+}

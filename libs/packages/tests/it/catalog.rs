@@ -15,7 +15,14 @@ use juegoland_sdk::components::{ComponentDefinition, CustomRegistry, DiceDefinit
 
 use crate::support::crate_dir;
 
-pub const GAMES: [&str; 7] = ["conecta4", "hundido", "solitario", "brisca", "oca", "serpientes", "laberinto"];
+/// The ids of the games the catalog compiles in, sorted.
+pub fn games() -> Vec<String> {
+    let mut ids: Vec<String> =
+        juegoland_catalog::registry().unwrap().games().map(|g| g.descriptor().id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
 pub const LIBRARIES: [&str; 5] = ["playing-cards", "spanish-cards", "cards-poker", "cards-spanish", "board-games"];
 
 pub fn game_dir(game: &str) -> PathBuf {
@@ -129,11 +136,43 @@ fn the_board_games_library_holds_the_rules_boards_and_die() {
     }
 }
 
+/// Every game the catalog compiles in ships its package in `libs/games/<id>/package/`, for
+/// one of the rules versions the catalog registers; and every package there is a catalog
+/// game's (one that is not could not be published: its rules are not compiled in).
+#[test]
+fn every_catalog_game_ships_a_package() {
+    let registry = juegoland_catalog::registry().unwrap();
+    for id in games() {
+        let package = Package::read_dir(&game_dir(&id))
+            .unwrap_or_else(|e| panic!("the catalog game {id} ships no package in {}: {e}", game_dir(&id).display()));
+        let Manifest::Game(manifest) = &package.manifest else { panic!("{id}'s package is not a game") };
+        assert_eq!(manifest.id, id, "the package in libs/games/{id}/package is another game's");
+        let versions: Vec<&str> = registry
+            .games()
+            .filter(|g| g.descriptor().id == id)
+            .map(|g| g.descriptor().rules_version.as_str())
+            .collect();
+        assert!(
+            versions.contains(&manifest.rules.version.as_str()),
+            "{id}'s package names rules {}, but the catalog registers {versions:?}",
+            manifest.rules.version
+        );
+    }
+    let mut packaged: Vec<String> = std::fs::read_dir(crate_dir().join("../games"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.join("package").is_dir())
+        .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    packaged.sort();
+    assert_eq!(packaged, games(), "libs/games/*/package against juegoland_catalog::registry()");
+}
+
 #[test]
 fn every_catalog_game_validates_with_its_module() {
     let available = libraries();
-    for game in GAMES {
-        let package = Package::read_dir(&game_dir(game)).unwrap_or_else(|e| panic!("{game}: {e}"));
+    for game in games() {
+        let package = Package::read_dir(&game_dir(&game)).unwrap_or_else(|e| panic!("{game}: {e}"));
         check(&package, &available).unwrap_or_else(|e| panic!("{e}"));
         let Manifest::Game(manifest) = &package.manifest else { panic!("{game} is a game") };
         let module = module(&manifest.id, &manifest.rules.version);
@@ -153,8 +192,8 @@ fn every_catalog_game_validates_with_its_module() {
 #[test]
 fn the_catalog_plans_use_every_registered_effect() {
     let mut used = std::collections::BTreeSet::new();
-    for game in GAMES {
-        let package = Package::read_dir(&game_dir(game)).unwrap();
+    for game in games() {
+        let package = Package::read_dir(&game_dir(&game)).unwrap();
         let Manifest::Game(manifest) = &package.manifest else { panic!("{game} is a game") };
         assert!(!manifest.presentation.plans.is_empty(), "{game} declares no presentation plan");
         for path in &manifest.presentation.plans {
@@ -184,8 +223,8 @@ fn the_conecta4_drop_plan_has_an_impact_marker_an_optional_sound_and_a_win_highl
 /// `UPDATE_SCHEMAS=1` they are rewritten instead.
 #[test]
 fn game_schema_files_are_fresh() {
-    for game in GAMES {
-        let dir = game_dir(game);
+    for game in games() {
+        let dir = game_dir(&game);
         let text = std::fs::read(dir.join("game.json")).unwrap();
         let (manifest, _) =
             juegoland_packages::parse_document::<juegoland_packages::manifest::GameManifest>("game.json", &text)

@@ -1,5 +1,6 @@
 //! The integration tests of `juegoland-packages`.
 
+mod broken;
 mod catalog;
 mod plans;
 mod publish;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use juegoland_packages::lock::{LOCK_FILE, Lock, PUBLICATION_FILE, PackageKey};
 use juegoland_packages::manifest::PackageKind;
 use juegoland_packages::plan::EffectRegistry;
-use juegoland_packages::publish::{Publication, PublishError, Publisher, Step, read_published};
+use juegoland_packages::publish::{ModuleFailure, Modules, Publication, PublishError, Publisher, Step, read_published};
 use juegoland_packages::{Kind, Package};
 use juegoland_sdk::ErasedGame;
 use juegoland_sdk::components::CustomRegistry;
@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use juegoland_testkit::TempDir;
 
+use crate::broken::Broken;
 use crate::catalog::{game_dir, library_dir, module};
 
 fn modules(id: &str, rules_version: &str) -> Option<Arc<dyn ErasedGame>> {
@@ -27,9 +28,21 @@ fn modules(id: &str, rules_version: &str) -> Option<Arc<dyn ErasedGame>> {
 }
 
 fn publish(registry: &Path, dir: &Path) -> Result<Publication, PublishError> {
+    publish_with(registry, dir, &modules)
+}
+
+/// Publishes against `modules`, with the conformance run `juegoland publish` makes.
+fn publish_with(registry: &Path, dir: &Path, modules: Modules<'_>) -> Result<Publication, PublishError> {
     let customs = CustomRegistry::new();
     let effects = EffectRegistry::standard();
-    Publisher { registry: registry.to_owned(), modules: &modules, customs: &customs, effects: &effects }.publish(dir)
+    Publisher {
+        registry: registry.to_owned(),
+        modules,
+        tests: &juegoland_conformance::check_module,
+        customs: &customs,
+        effects: &effects,
+    }
+    .publish(dir)
 }
 
 fn publish_libraries(registry: &Path) {
@@ -85,9 +98,9 @@ fn every_shipped_package_publishes_with_a_real_lock() {
     publish(&registry, &library_dir("spanish-cards")).unwrap();
     publish(&registry, &library_dir("cards-spanish")).unwrap();
     publish(&registry, &library_dir("board-games")).unwrap();
-    for game in crate::catalog::GAMES {
-        let publication = publish(&registry, &game_dir(game)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((publication.id.as_str(), publication.kind), (game, PackageKind::Game));
+    for game in crate::catalog::games() {
+        let publication = publish(&registry, &game_dir(&game)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((publication.id.as_str(), publication.kind), (game.as_str(), PackageKind::Game));
     }
     let key = PackageKey { id: "solitario".into(), version: "1.0.0".into() };
     let dir = registry.join("solitario/1.0.0");
@@ -209,6 +222,37 @@ fn step_5_schema_files_must_be_the_modules() {
     assert_eq!(e.step, Step::Schemas);
     assert!(matches!(*e.rejection.kind, Kind::SchemaMismatch("view")), "{e}");
     assert_eq!(e.rejection.pointer, "/rules/schemas/view");
+}
+
+/// Steps 5 and 6 run the module through the engine: a module whose decided revisions break
+/// its invariants or whose replay decides otherwise than the match did fails step 5, one whose
+/// snapshot offers what its schema refuses fails step 6, and nothing is written.
+#[test]
+fn steps_5_and_6_the_module_must_pass_its_conformance_run() {
+    let scratch = TempDir::new("step5-module");
+    let registry = scratch.path().join("registry");
+    let broken = |module: Broken| {
+        move |id: &str, version: &str| ((id, version) == ("conecta4", "1.0.0")).then(|| module.module())
+    };
+    let e = publish_with(&registry, &game_dir("conecta4"), &broken(Broken::Invariant))
+        .expect_err("three discs are corrupt");
+    assert_eq!(e.step, Step::Schemas);
+    assert_eq!(e.rejection.pointer, "/rules/version");
+    let Kind::ModuleTest(ModuleFailure::Rules(message)) = &*e.rejection.kind else { panic!("{e}") };
+    assert!(message.contains("three discs"), "{e}");
+    assert!(e.to_string().starts_with("publish step 5 "), "{e}");
+    let e = publish_with(&registry, &game_dir("conecta4"), &broken(Broken::Nondeterministic))
+        .expect_err("the replay diverges");
+    assert_eq!(e.step, Step::Schemas);
+    assert!(matches!(&*e.rejection.kind, Kind::ModuleTest(ModuleFailure::Replay(_))), "{e}");
+    let e = publish_with(&registry, &game_dir("conecta4"), &broken(Broken::InvalidOffer))
+        .expect_err("column 42 is no valid drop");
+    assert_eq!(e.step, Step::Conformance);
+    let Kind::ModuleTest(ModuleFailure::Protocol(message)) = &*e.rejection.kind else { panic!("{e}") };
+    assert!(message.contains("offered an invalid drop payload"), "{e}");
+    assert!(!registry.join("conecta4").exists(), "nothing is published");
+    // The module itself passes.
+    publish(&registry, &game_dir("conecta4")).unwrap();
 }
 
 #[test]
