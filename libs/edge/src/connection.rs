@@ -39,6 +39,10 @@ use crate::limits::{Refusal, TokenBucket};
 use crate::outbox::Outbox;
 use crate::subscription::{Viewer, subscribe};
 
+/// How long a client message waits for room in the outgoing queue before the client is
+/// taken for one that does not read.
+const ROOM_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A connection's message rate: a [`TokenBucket`] whose refusals are counted too (`strikes`:
 /// each refusal adds one, the rate takes them away), so that a connection that keeps sending
 /// over its rate can be told apart from a burst.
@@ -163,6 +167,12 @@ pub(crate) async fn serve_frames(
                 None => break,
             },
         };
+        // Room for its answer first (`Outbox::room`): a writer that is behind catches up; a
+        // client that does not read leaves none.
+        if !matches!(frame, Frame::Close) && !out.room(ROOM_WAIT).await {
+            ended = Ended::Overflowed;
+            break;
+        }
         if matches!(frame, Frame::Text { .. } | Frame::Unreadable) {
             match limit.allow() {
                 Rate::Allowed => {}
@@ -377,6 +387,28 @@ mod tests {
     use crate::harness::Harness;
 
     #[tokio::test]
+    async fn a_burst_waits_for_a_writer_that_is_behind_instead_of_overflowing() {
+        let h = Harness::new(GatewayConfig::default());
+        // Forty undecodable frames at once, each answered, into a queue of 4 that a slow
+        // writer drains: every answer arrives and the connection is not taken for a slow
+        // reader.
+        let frames =
+            futures::stream::iter((0..40).map(|_| Frame::Text { bytes: Bytes::from_static(b"not json"), named: None }));
+        let (out, mut rx) = Outbox::channel(4);
+        let writer = tokio::spawn(async move {
+            let mut n = 0;
+            while rx.recv().await.is_some() {
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            n
+        });
+        let ended = serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out).await;
+        assert_eq!(ended, Ended::Closed);
+        assert_eq!(writer.await.unwrap(), 40);
+    }
+
+    #[tokio::test]
     async fn a_client_that_does_not_read_is_disconnected_when_its_queue_overflows() {
         let h = Harness::new(GatewayConfig::default());
         // Undecodable frames, each answered with an error, into a queue of 4 nobody drains.
@@ -385,7 +417,7 @@ mod tests {
                 .chain(futures::stream::pending());
         let (out, _rx) = Outbox::channel(4);
         let ended = tokio::time::timeout(
-            Duration::from_secs(5),
+            ROOM_WAIT + Duration::from_secs(5),
             serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out),
         )
         .await;

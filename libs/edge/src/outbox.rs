@@ -73,6 +73,22 @@ impl Outbox {
         }
     }
 
+    /// Waits, at most `within`, until the queue has room for one more message; without room
+    /// by then the client does not read, and the outbox is marked overflowed (false). The
+    /// protocol loop waits so before each client message: when the writer is merely behind
+    /// (a busy runtime), answers to a burst then wait for it instead of overflowing the
+    /// queue and closing a client that reads.
+    pub(crate) async fn room(&self, within: std::time::Duration) -> bool {
+        match tokio::time::timeout(within, self.tx.reserve()).await {
+            Ok(Ok(_permit)) => true,
+            Ok(Err(_)) => false,
+            Err(_) => {
+                self.overflowed.overflow();
+                false
+            }
+        }
+    }
+
     /// What marks this outbox overflowed, without holding its queue open.
     pub(crate) fn overflow_handle(&self) -> Overflow {
         self.overflowed.clone()
