@@ -771,7 +771,11 @@ const scenarios = {
     const before = await state(page);
     await page.focus(".race-roll");
     await page.keyboard.press("r");
-    const mid = (await until(page, "the roll's animation runs", ({ s }) => s.animating && s.confirmed > before.confirmed && s.displayed < s.confirmed, 5000)).s;
+    // Watched frame by frame inside the page: a poll from here could miss a short animation
+    // on a loaded machine.
+    const mid = await page
+      .waitForFunction((c) => { const s = window.__juegoland(); return s.animating && s.confirmed > c && s.displayed < s.confirmed ? s : null; }, before.confirmed, { polling: "raf", timeout: 5000 })
+      .then((h) => h.jsonValue());
     const mine = mid.confirmedView.positions.p0;
     const rolled = mid.confirmed;
     await page.reload();
@@ -968,7 +972,7 @@ const scenarios = {
     await startFromLobby(page, base, "conecta4");
     await ready(page);
     await page.click('.c4-col[data-column="3"]');
-    await until(page, "the drop animation runs", ({ s }) => s.animating, 5000);
+    await page.waitForFunction(() => window.__juegoland().animating, null, { polling: "raf", timeout: 5000 });
     await page.reload();
     const s = await until(page, "the page shows the match after the reload", ({ s }) => s && s.displayed !== null && !s.locked && s.displayed === 2, STEP_MS);
     // The reloaded page starts from a sync (no history, no sounds replayed); only the bot's
