@@ -109,10 +109,11 @@ async fn sigkill_at(backend: Backend, point: &str) {
     let status = server.wait_exit();
     assert_eq!(status.signal(), Some(9), "the crash point {point} killed the server: {status:?}");
     let acked = sent.iter().filter(|s| s.acked.is_some()).count();
-    // The watermarks' transaction runs only with marks to write, so something was answered
-    // by then; on a loaded machine its first may come after a single answer.
-    let least = if point == "store-marks-before-commit" { 1 } else { 5 };
-    assert!(acked >= least, "play was under way when {point} struck: {acked} commands acknowledged");
+    // Play was under way: something was answered. How much depends on the machine's load
+    // (the answers to committed batches may still be on their way when the kill comes: a
+    // full run once saw 2 after ten batches), and the checks below hold every command sent,
+    // answered or not, to its rule.
+    assert!(acked >= 1, "play was under way when {point} struck: {acked} commands acknowledged");
 
     let server = Server::start_in(&dir, &args_ref);
     let mut clients: BTreeMap<String, Client> = BTreeMap::new();

@@ -103,17 +103,27 @@ async function until(page, what, done, timeoutMs = STEP_MS) {
 }
 const ready = (page, what = "the board accepts a move") => until(page, what, ({ s }) => s && !s.locked && !s.result);
 /**
- * Presses `key` and answers whether the board was locked as the page's own key handler
- * returned: a listener on the window hears the key after the board's handler, in the same
- * task. Reading the state afterwards from here would race the reply on a fast server.
+ * Presses `key` and answers whether the board was locked as the page's own handlers returned:
+ * listeners on the window hear the key, and the click a key makes on a button (Enter), after
+ * the board's handlers, in the same task. Reading the state afterwards from here would race
+ * the reply of a fast server.
  */
 async function pressLocked(page, key) {
   await page.evaluate(() => {
-    window.__lockedAfterKey = null;
-    window.addEventListener("keydown", () => (window.__lockedAfterKey = window.__juegoland().locked), { once: true });
+    window.__lockedAfterKey = false;
+    const seen = () => (window.__lockedAfterKey ||= window.__juegoland().locked);
+    window.addEventListener("keydown", seen);
+    window.addEventListener("click", seen);
+    window.__stopLockWatch = () => {
+      window.removeEventListener("keydown", seen);
+      window.removeEventListener("click", seen);
+    };
   });
   await page.keyboard.press(key);
-  return page.evaluate(() => window.__lockedAfterKey);
+  return page.evaluate(() => {
+    window.__stopLockWatch();
+    return window.__lockedAfterKey;
+  });
 }
 const over = (page) => until(page, "the match ends", ({ s }) => s && s.result && s.displayed === s.confirmed, 60_000);
 
