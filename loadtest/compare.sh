@@ -13,6 +13,12 @@
 #               floor of our per-move cost without storage (for the analysis, not a target)
 #   cluster     `juegoland cluster` (2 nodes, router, gateway, scheduler) on PostgreSQL and
 #               Redis (127.0.0.1:5432 database test, 127.0.0.1:6379), every move durable
+# Rows run only when named in --only (for the analysis of issue 19's designs):
+#   aio-pg      `juegoland dev` on PostgreSQL: the engine and the store in one process, the
+#               bound of a cluster whose clients are served by their match's owner
+#   cluster-near `juegoland cluster` (2 nodes, router, scheduler) whose nodes serve clients
+#               themselves (`--node-edge-port`), each player connecting to its match's owner
+#               (`--ws-owner`, the platform API's `clientUrl`): the owner-served path
 #   boardgameio, colyseus   loadtest/peers/ (in memory), driven by loadtest/peers/driver.mjs
 # Server CPU counts every server-side process: ours + PostgreSQL + Redis for the cluster.
 # --bin DIR runs the `juegoland` and `juegoland-loadtest` binaries in DIR (e.g. a copy of
@@ -81,6 +87,24 @@ if wants aio-memory; then
   summaries+=("$out/aio-memory.json")
 fi
 
+if wants aio-pg; then
+  echo "==> all-in-one on PostgreSQL (the owner-served bound)"
+  schema=loadtest_compare_aio
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema"
+  url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
+  "$bin/juegoland" dev --database-url "$url" --http 127.0.0.1:18080 --jwt-secret "$secret" \
+    >"$out/aio-pg.log" 2>&1 &
+  pid=$!
+  wait_ready http://127.0.0.1:18080
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18080 --jwt-secret "$secret" \
+    --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
+    --watch "engine=pid:$pid" --watch postgres=comm:postgres --audit-database-url "$url" \
+    --label "juegoland all-in-one (PostgreSQL, durable)" --out "$out/aio-pg.json" >/dev/null
+  kill -TERM "$pid"; wait "$pid" || true
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
+  summaries+=("$out/aio-pg.json")
+fi
+
 if wants cluster; then
   echo "==> cluster on PostgreSQL and Redis"
   schema=loadtest_compare
@@ -101,6 +125,27 @@ if wants cluster; then
   kill -TERM "$pid"; wait "$pid" || true
   psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
   summaries+=("$out/cluster.json")
+fi
+
+if wants cluster-near; then
+  echo "==> cluster, clients served by the node that owns their matches"
+  schema=loadtest_compare_near
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema"
+  url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
+  "$bin/juegoland" cluster --nodes 2 --routers 1 --gateways 0 --schedulers 1 --node-edge-port 18290 \
+    --database-url "$url" --jwt-secret "$secret" --pids-file "$out/pids-near.json" \
+    --router-http-port 18180 --router-port 17000 --node-port 17100 \
+    --scheduler-http-port 19200 >"$out/cluster-near.log" 2>&1 &
+  pid=$!
+  wait_ready http://127.0.0.1:18180
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18180 --ws-owner --ws ws://127.0.0.1:18290/v1/ws \
+    --jwt-secret "$secret" --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
+    --watch "engine=pids-file:$out/pids-near.json" --watch postgres=comm:postgres --watch redis=comm:redis-server \
+    --audit-database-url "$url" \
+    --label "juegoland cluster, owner-served clients (PostgreSQL + Redis, durable)" --out "$out/cluster-near.json" >/dev/null
+  kill -TERM "$pid"; wait "$pid" || true
+  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
+  summaries+=("$out/cluster-near.json")
 fi
 
 for peer in boardgameio colyseus; do

@@ -93,6 +93,11 @@ struct RunOptions {
     /// `Revision` every `--grpc-poll` (the router API has no push).
     #[arg(long, value_delimiter = ',')]
     grpc: Vec<String>,
+    /// Players connect to the client edge of the node that owns their match (the
+    /// `clientUrl` of the platform API's `GET /v1/matches/{id}`, read each time they
+    /// connect), and to --ws when the owner serves no clients itself.
+    #[arg(long, conflicts_with = "grpc")]
+    ws_owner: bool,
     /// How often a gRPC player polls the revision while it waits for a view.
     #[arg(long, value_parser = parse_duration, default_value = "5ms")]
     grpc_poll: Duration,
@@ -381,6 +386,7 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
         stats: stats.clone(),
         tokens,
         ws_urls,
+        owner_edge: options.ws_owner.then(|| endpoint.clone()),
         grpc,
         grpc_poll: options.grpc_poll,
         accept,

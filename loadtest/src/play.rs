@@ -257,6 +257,9 @@ pub struct PlayContext {
     pub stats: Arc<Stats>,
     pub tokens: TokenSource,
     pub ws_urls: Vec<String>,
+    /// The platform API that says which node's edge serves each match without a hop
+    /// (`--ws-owner`); `None`: players pick among `ws_urls`.
+    pub owner_edge: Option<crate::api::Endpoint>,
     /// Routers to play through over gRPC instead of WebSocket (empty: WebSocket).
     pub grpc: Vec<tonic::transport::Channel>,
     /// How often a gRPC player asks for the match's revision while it waits for a view.
@@ -361,8 +364,11 @@ impl Player<'_> {
     async fn sync(&mut self) -> Result<(), ConnError> {
         let mut conn = if self.ctx.grpc.is_empty() {
             let token = self.ctx.tokens.token(&self.principal).await.map_err(|e| ConnError::Connect(e.to_string()))?;
-            let url = &self.ctx.ws_urls[self.rng.below(self.ctx.ws_urls.len() as u64) as usize];
-            Conn::connect(url, &token).await?
+            let url = match self.owner_ws().await {
+                Some(url) => url,
+                None => self.ctx.ws_urls[self.rng.below(self.ctx.ws_urls.len() as u64) as usize].clone(),
+            };
+            Conn::connect(&url, &token).await?
         } else {
             let channel = self.ctx.grpc[self.rng.below(self.ctx.grpc.len() as u64) as usize].clone();
             Conn::grpc(channel, self.principal.clone(), self.ctx.grpc_poll)
@@ -386,6 +392,25 @@ impl Player<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// The WebSocket URL of the client edge of the node that owns the match, when asked to
+    /// connect there (`--ws-owner`) and the owner serves clients itself.
+    async fn owner_ws(&self) -> Option<String> {
+        let endpoint = self.ctx.owner_edge.as_ref()?;
+        let mut api = crate::api::Api::new(endpoint.clone());
+        let base = match api.call("GET", &format!("/v1/matches/{}", self.match_id), None).await {
+            Ok(summary) => summary["clientUrl"].as_str()?.trim_end_matches('/').to_owned(),
+            Err(e) => {
+                self.ctx.stats.error(format!("read the match's edge: {e}"));
+                return None;
+            }
+        };
+        let ws = base
+            .strip_prefix("https://")
+            .map(|rest| format!("wss://{rest}"))
+            .or_else(|| base.strip_prefix("http://").map(|rest| format!("ws://{rest}")))?;
+        Some(format!("{ws}/v1/ws"))
     }
 
     fn conn(&mut self) -> Result<&mut Conn, ConnError> {

@@ -31,6 +31,12 @@ pub struct MatchSummary {
     /// On a replay match: the stored match it plays back, and at what speed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// The base URL of the client edge of the node that owns the match now (WebSocket at
+    /// `/v1/ws`, Socket.IO at `/socket.io/`), when that node serves clients itself: it serves
+    /// the match without a hop. Any gateway serves it too; the owner may change (the next
+    /// read says where it went, and a client on the old one keeps being served).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_url: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,6 +151,7 @@ impl MatchSummary {
             created_ms: state.created_ms,
             handover: state.handover.clone(),
             replay_of: state.replay_of.clone(),
+            client_url: None,
         }
     }
 }

@@ -19,9 +19,13 @@
 //!   (`juegoland:{<match id>}:pub`). Publishing fails fast with [`BusError::Unavailable`]
 //!   while Redis is down (the outbox keeps the publications for a later retry), and open
 //!   subscriptions see [`BusItem::Gap`] once it is back.
+//! - a node that also serves clients: [`NearBus`], which publishes to the remote bus and, in
+//!   process, to its own clients' watches of the matches the node owns.
 
+mod near;
 mod redis;
 
+pub use crate::near::{NearBus, Owns};
 pub use crate::redis::{RedisBus, RedisBusConfig};
 
 use std::collections::BTreeMap;

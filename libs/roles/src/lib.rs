@@ -28,12 +28,12 @@ pub mod signature;
 pub mod webhook_config;
 pub mod webhooks;
 
-pub use node::{NodeMetrics, NodeService};
+pub use node::{Nearby, NodeMetrics, NodeService};
 pub use packages::PublishedDir;
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    EdgeLimitsArgs, GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig, WebhookConfig,
-    register_process_metrics, run_gateway, run_node, run_router, run_scheduler,
+    ClientEdgeArgs, EdgeLimitsArgs, GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig,
+    WebhookConfig, register_process_metrics, run_gateway, run_node, run_router, run_scheduler,
 };
 pub use webhooks::{WebhookMetrics, WebhookOptions, Webhooks};

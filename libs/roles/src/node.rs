@@ -58,6 +58,8 @@ pub struct NodeService {
 
 struct Inner {
     host: Host,
+    /// The base URL of this node's own client edge, given in match summaries.
+    client_url: Option<String>,
     node_id: String,
     incarnation: Uuid,
     membership: Membership,
@@ -67,9 +69,38 @@ struct Inner {
 }
 
 impl NodeService {
-    pub fn new(host: Host, node_id: String, incarnation: Uuid, membership: Membership, metrics: NodeMetrics) -> Self {
+    /// The service of `host`; `client_url` is the base URL of the node's own client edge,
+    /// which the summaries of its matches carry (`MatchSummary::client_url`), if it serves
+    /// clients.
+    pub fn new(
+        host: Host,
+        client_url: Option<String>,
+        node_id: String,
+        incarnation: Uuid,
+        membership: Membership,
+        metrics: NodeMetrics,
+    ) -> Self {
         Self {
-            inner: Arc::new(Inner { host, node_id, incarnation, membership, serving: AtomicBool::new(true), metrics }),
+            inner: Arc::new(Inner {
+                host,
+                client_url,
+                node_id,
+                incarnation,
+                membership,
+                serving: AtomicBool::new(true),
+                metrics,
+            }),
+        }
+    }
+
+    /// The host's answer to `request`, with this node's client edge in a summary.
+    async fn answer(&self, request: juegoland_api::MatchRequest) -> Result<juegoland_api::MatchReply, MatchError> {
+        match self.inner.host.call(request).await? {
+            juegoland_api::MatchReply::Summary(mut summary) => {
+                summary.client_url.clone_from(&self.inner.client_url);
+                Ok(juegoland_api::MatchReply::Summary(summary))
+            }
+            reply => Ok(reply),
         }
     }
 
@@ -147,7 +178,7 @@ impl NodeService {
                 current.record("command_id", tracing::field::display(command_id));
             }
             self.admit(request.match_id()).await?;
-            self.inner.host.call(request).await
+            self.answer(request).await
         }
         .instrument(span)
         .await;
@@ -172,5 +203,32 @@ impl pb::node_server::Node for NodeService {
             active_actors: self.inner.host.active_actors() as u64,
             draining: !self.is_serving(),
         }))
+    }
+}
+
+/// The matches as a node's own client edge sees them: a match this node owns is answered by
+/// its host in process (no gRPC hop), any other is forwarded to its owner as a gateway
+/// forwards it. A local answer that says to retry elsewhere (the match moved meanwhile) is
+/// retried through the forwarder: every request is idempotent.
+#[derive(Clone)]
+pub struct Nearby {
+    pub service: NodeService,
+    pub forwarder: crate::Forwarder,
+}
+
+#[async_trait::async_trait]
+impl Matches for Nearby {
+    fn registry(&self) -> &Arc<juegoland_core::Registry> {
+        self.forwarder.registry()
+    }
+
+    async fn call(&self, request: juegoland_api::MatchRequest) -> Result<juegoland_api::MatchReply, MatchError> {
+        if self.service.is_serving() && self.service.owns(request.match_id()) {
+            match self.service.answer(request.clone()).await {
+                Err(e) if e.is_retryable() => {}
+                reply => return reply,
+            }
+        }
+        self.forwarder.call(request).await
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::routing::get;
 use juegoland_actors::{Host, HostConfig, Metrics};
-use juegoland_bus::{Bus, LocalBus, RedisBus, RedisBusConfig};
+use juegoland_bus::{Bus, LocalBus, NearBus, Owns, RedisBus, RedisBusConfig};
 use juegoland_core::{Engine, Registry};
 use juegoland_edge::{EdgeLimits, EdgeOptions, EdgeState, Tokens};
 use juegoland_rpc::pb;
@@ -20,7 +20,7 @@ use sqlx::postgres::PgPoolOptions;
 use tokio::net::TcpListener;
 use tracing::{error, info, warn};
 
-use crate::node::{NodeMetrics, NodeService};
+use crate::node::{Nearby, NodeMetrics, NodeService};
 use crate::router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 use crate::scheduler::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_cluster::{Heartbeat, Membership, join};
@@ -73,6 +73,20 @@ pub struct NodeConfig {
     /// matches are refused.
     #[arg(long, env = "JUEGOLAND_REGISTRY")]
     pub registry: Option<std::path::PathBuf>,
+    /// Address of this node's own client edge (the protocol at /v1/ws and /socket.io, as a
+    /// gateway serves it): the matches this node owns are served in process, with no gRPC
+    /// hop and no stream read; the others through their owners, as a gateway serves them.
+    /// Needs --redis-url and a token secret or public key. Off when unset.
+    #[arg(long, env = "JUEGOLAND_EDGE_HTTP")]
+    pub edge_http: Option<SocketAddr>,
+    /// The base URL clients reach this node's own edge at (a pod's public address), given
+    /// as `clientUrl` in the platform API's reads of the matches this node owns; default:
+    /// `http://` + the --edge-http address.
+    #[arg(long, env = "JUEGOLAND_EDGE_ADVERTISE", requires = "edge_http")]
+    pub edge_advertise: Option<String>,
+    /// How the node's own edge serves clients (with --edge-http).
+    #[command(flatten)]
+    pub clients: ClientEdgeArgs,
 }
 
 /// Settings of a router process.
@@ -124,8 +138,16 @@ pub struct GatewayConfig {
     /// Redis URL of the publication streams.
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
+    #[command(flatten)]
+    pub clients: ClientEdgeArgs,
+}
+
+/// How an edge serves clients (a gateway, or a node serving its own): how tokens are
+/// verified, cursors, limits.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClientEdgeArgs {
     /// Secret that verifies client tokens (HS256), shared with whoever issues them.
-    #[arg(long, env = "JUEGOLAND_JWT_SECRET", required_unless_present = "jwt_public_key_file")]
+    #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
     pub jwt_secret: Option<String>,
     /// PEM public key that verifies client tokens (EdDSA, RS256 or ES256; production: only
     /// the platform's identity service holds the private key).
@@ -137,6 +159,69 @@ pub struct GatewayConfig {
     /// What a client may do before it is refused or closed.
     #[command(flatten)]
     pub limits: EdgeLimitsArgs,
+}
+
+impl ClientEdgeArgs {
+    /// What verifies client tokens: the public key's file, else the secret.
+    fn tokens(&self) -> anyhow::Result<Tokens> {
+        Ok(match (&self.jwt_secret, &self.jwt_public_key_file) {
+            (_, Some(path)) => {
+                let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+                Tokens::with_public_key(&pem).context("the token public key")?
+            }
+            (Some(secret), None) => Tokens::new(secret.as_bytes(), 60).context("token keys")?,
+            (None, None) => anyhow::bail!(
+                "serving clients needs a token secret or public key (--jwt-secret or --jwt-public-key-file)"
+            ),
+        })
+    }
+
+    /// The client edge over `matches` and `bus` (no platform API: routers serve it), and the
+    /// handle that closes its sessions.
+    fn edge(
+        &self,
+        matches: Arc<dyn juegoland_api::Matches>,
+        bus: Arc<dyn Bus>,
+        prometheus: prometheus::Registry,
+    ) -> anyhow::Result<(EdgeState, juegoland_edge::Shutdown)> {
+        let tokens = self.tokens()?;
+        let shutdown = juegoland_edge::Shutdown::default();
+        let options = EdgeOptions {
+            dev: false,
+            platform_api: false,
+            platform_token: None,
+            gateway: juegoland_edge::GatewayConfig {
+                cursor_interval: Duration::from_secs(self.cursor_interval),
+                limits: self.limits.limits(),
+                presence_renew: juegoland_api::PRESENCE_RENEW,
+                shutdown: shutdown.clone(),
+            },
+            packages: None,
+            directory: None,
+        };
+        let edge = EdgeState::new(matches, Some(bus), tokens, prometheus, options).context("register edge metrics")?;
+        Ok((edge, shutdown))
+    }
+}
+
+/// Serves clients on `listener` until `stop`; then their sessions close first — WebSocket
+/// close frames, Socket.IO close packets — so they reconnect elsewhere at once; then HTTP
+/// stops.
+async fn serve_clients(
+    listener: TcpListener,
+    edge: EdgeState,
+    shutdown: juegoland_edge::Shutdown,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let stopping = async move {
+        stop.await;
+        let open = shutdown.close_sessions(Duration::from_secs(5)).await;
+        if open > 0 {
+            warn!(sessions = open, "client sessions still open after the grace period; dropping them");
+        }
+    };
+    juegoland_edge::serve(listener, edge, stopping).await?;
+    Ok(())
 }
 
 /// The edge's limits as flags (`juegoland_edge::EdgeLimits`, whose docs say what each does;
@@ -440,6 +525,14 @@ fn health_routes(registry: prometheus::Registry, ready: Arc<std::sync::atomic::A
 /// serving at once and returns an error, so its supervisor restarts it as a new
 /// incarnation).
 pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<()> {
+    if config.edge_http.is_some() {
+        // Checked before the node joins the ring, so a wrong start leaves no lease behind.
+        anyhow::ensure!(
+            config.redis_url.is_some(),
+            "a node serving clients (--edge-http) needs --redis-url: its clients follow other nodes' matches there"
+        );
+        config.clients.tokens()?;
+    }
     let ttl = Duration::from_millis(config.lease_ttl_ms);
     let refresh = Duration::from_millis(config.membership_refresh_ms);
     // Membership has its own small pool so heartbeats never queue behind commits.
@@ -456,6 +549,15 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let grpc = TcpListener::bind(config.grpc).await.with_context(|| format!("bind {}", config.grpc))?;
     let grpc_addr = grpc.local_addr()?;
     let advertise = config.advertise.clone().unwrap_or_else(|| format!("http://{grpc_addr}"));
+    // The node's own client edge, when it serves clients.
+    let edge_listener = match config.edge_http {
+        Some(addr) => Some(TcpListener::bind(addr).await.with_context(|| format!("bind {addr}"))?),
+        None => None,
+    };
+    let client_url = match &edge_listener {
+        Some(l) => Some(config.edge_advertise.clone().unwrap_or(format!("http://{}", l.local_addr()?))),
+        None => None,
+    };
     let lease = join(&members_pool, &config.node_id, &advertise, ttl).await.context("join the cluster")?;
     let incarnation = lease.incarnation();
     let store = Arc::new(store.owned_by(incarnation.to_string()));
@@ -472,13 +574,14 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
             .then(|| Duration::from_millis(config.local_deadline_horizon_ms)),
         ..HostConfig::default()
     };
-    let mut engine = Engine::new(Arc::new(registry));
+    let registry = Arc::new(registry);
+    let mut engine = Engine::new(registry.clone());
     if let Some(dir) = &config.registry {
         engine = engine.with_packages(Arc::new(crate::PublishedDir::new(dir)));
     }
     let engine = Arc::new(engine);
     let metrics = Metrics::new(&prometheus).context("register host metrics")?;
-    let bus: Arc<dyn Bus> = match &config.redis_url {
+    let remote: Option<Arc<dyn Bus>> = match &config.redis_url {
         // Redis being down does not stop the node: commits go on, the outbox keeps the
         // publications and the sweeper delivers them when Redis is back.
         Some(url) => {
@@ -486,22 +589,82 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
                 stream_ttl: (config.stream_ttl_secs > 0).then(|| Duration::from_secs(config.stream_ttl_secs)),
                 ..RedisBusConfig::default()
             };
-            Arc::new(RedisBus::new(url, streams).context("the Redis URL")?)
+            Some(Arc::new(RedisBus::new(url, streams).context("the Redis URL")?))
         }
-        None => Arc::new(LocalBus::default()),
+        None => None,
+    };
+    // A node serving clients publishes to them in process too, for the matches it owns.
+    let near = match (config.edge_http, remote.clone()) {
+        (None, _) => None,
+        (Some(_), None) => unreachable!("checked at the start"),
+        (Some(_), Some(remote)) => {
+            let (ring, incarnation) = (membership.clone(), incarnation);
+            let owns: Owns = Arc::new(move |m| ring.ring().owner(m).is_some_and(|o| o.incarnation == incarnation));
+            Some(Arc::new(NearBus::new(remote, owns)))
+        }
+    };
+    let bus: Arc<dyn Bus> = match (&near, remote) {
+        (Some(near), _) => near.clone(),
+        (None, Some(remote)) => remote,
+        (None, None) => Arc::new(LocalBus::default()),
     };
     let host = Host::start(engine, store, bus, metrics, host_config).await.context("start the match host")?;
     let node_metrics = NodeMetrics::new(&prometheus).context("register node metrics")?;
-    let service = NodeService::new(host.clone(), config.node_id.clone(), incarnation, membership.clone(), node_metrics);
+    let service = NodeService::new(
+        host.clone(),
+        client_url.clone(),
+        config.node_id.clone(),
+        incarnation,
+        membership.clone(),
+        node_metrics,
+    );
 
-    // Matches the ring moves elsewhere are passivated here, so their new owner is alone.
+    // Matches the ring moves elsewhere are passivated here, so their new owner is alone, and
+    // this node's own clients follow them there (a watch the remote bus refused is tried
+    // again every second).
     let mut ring = membership.subscribe();
     let shedder = service.clone();
+    let follower = near.clone();
     tokio::spawn(async move {
-        while ring.changed().await.is_ok() {
-            shedder.shed_moved().await;
+        let mut again = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                changed = ring.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    shedder.shed_moved().await;
+                }
+                _ = again.tick() => {}
+            }
+            if let Some(near) = &follower {
+                near.recheck().await;
+            }
         }
     });
+
+    // The node's own client edge, stopped first when the node stops serving.
+    let (edge_stop, edge_stopped) = tokio::sync::watch::channel(false);
+    let clients_at = client_url.as_ref().map(|u| format!(" clients {u}/")).unwrap_or_default();
+    if let (Some(listener), Some(near)) = (edge_listener, near) {
+        let forwarder = Forwarder::new(
+            membership.clone(),
+            registry.clone(),
+            RetryBudget::default(),
+            RouterMetrics::new(&prometheus).context("register forwarding metrics")?,
+        );
+        let matches = Arc::new(Nearby { service: service.clone(), forwarder });
+        let (edge, shutdown) = config.clients.edge(matches, near, prometheus.clone())?;
+        let mut stopped = edge_stopped;
+        tokio::spawn(async move {
+            let stop = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            if let Err(e) = serve_clients(listener, edge, shutdown, stop).await {
+                error!(error = %e, "the node's client edge failed");
+            }
+        });
+    }
 
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
@@ -523,13 +686,14 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let server = tokio::spawn(server);
     info!(node_id = %config.node_id, %incarnation, grpc = %grpc_addr, http = %http_addr, "node serving");
     // Tests and scripts read this line to find the ports when started with port 0.
-    println!("node {} serving grpc {advertise} http http://{http_addr}/", config.node_id);
+    println!("node {} serving grpc {advertise} http http://{http_addr}/{clients_at}", config.node_id);
 
     let outcome = tokio::select! {
         _ = terminated() => Ok(()),
         lost = heartbeat.lost() => Err(lost),
     };
     service.stop_serving();
+    let _ = edge_stop.send(true);
     ready.store(false, std::sync::atomic::Ordering::SeqCst);
     match outcome {
         Ok(()) => {
@@ -579,44 +743,12 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
         warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
-    let shutdown = juegoland_edge::Shutdown::default();
-    let tokens = match (&config.jwt_secret, &config.jwt_public_key_file) {
-        (_, Some(path)) => {
-            let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-            Tokens::with_public_key(&pem).context("the token public key")?
-        }
-        (Some(secret), None) => Tokens::new(secret.as_bytes(), 60).context("token keys")?,
-        (None, None) => anyhow::bail!("a token secret or public key is required"),
-    };
-    let options = EdgeOptions {
-        dev: false,
-        platform_api: false,
-        platform_token: None,
-        gateway: juegoland_edge::GatewayConfig {
-            cursor_interval: Duration::from_secs(config.cursor_interval),
-            limits: config.limits.limits(),
-            presence_renew: juegoland_api::PRESENCE_RENEW,
-            shutdown: shutdown.clone(),
-        },
-        packages: None,
-        directory: None,
-    };
-    let edge =
-        EdgeState::new(Arc::new(forwarder), Some(bus), tokens, prometheus, options).context("register edge metrics")?;
+    let (edge, shutdown) = config.clients.edge(Arc::new(forwarder), bus, prometheus)?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
     info!(http = %http_addr, "gateway serving");
     println!("gateway serving http http://{http_addr}/");
-    // On SIGTERM the client sessions close first — WebSocket close frames, Socket.IO close
-    // packets — so clients reconnect to another gateway at once; then HTTP stops.
-    let stopping = async move {
-        terminated().await;
-        let open = shutdown.close_sessions(Duration::from_secs(5)).await;
-        if open > 0 {
-            warn!(sessions = open, "client sessions still open after the grace period; dropping them");
-        }
-    };
-    juegoland_edge::serve(http, edge, stopping).await?;
+    serve_clients(http, edge, shutdown, terminated()).await?;
     info!("gateway stopped");
     Ok(())
 }

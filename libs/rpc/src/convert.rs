@@ -250,6 +250,7 @@ fn summary_to_pb(s: &MatchSummary) -> pb::MatchSummary {
             source: r.source.to_string(),
             speed_percent: r.speed_percent,
         }),
+        client_url: s.client_url.clone().unwrap_or_default(),
     }
 }
 
@@ -430,6 +431,7 @@ fn summary(s: pb::MatchSummary) -> Result<MatchSummary, MatchError> {
                 })
             })
             .transpose()?,
+        client_url: Some(s.client_url).filter(|u| !u.is_empty()),
     })
 }
 

@@ -267,6 +267,7 @@ fn chart_renders_and_validates_with_its_default_values() {
     for env in ["JUEGOLAND_NODE_ID", "JUEGOLAND_ADVERTISE", "JUEGOLAND_GRPC", "JUEGOLAND_REDIS_URL"] {
         assert!(node.has_env(env), "the node sets {env}");
     }
+    assert!(!node.has_env("JUEGOLAND_EDGE_HTTP"), "nodes serve no clients by default");
     assert!(container(&containers, "gateway").has_env("JUEGOLAND_JWT_SECRET"));
     let scheduler = container(&containers, "scheduler");
     assert!(scheduler.has_env("JUEGOLAND_REPLICA_ID"));
@@ -296,6 +297,10 @@ fn chart_renders_with_existing_secrets_and_a_public_key() {
     let containers = check(&chart(), Some("ci/production-values.yaml"), &[("Secret", 0), ("StatefulSet", 1)]);
     let gateway = container(&containers, "gateway");
     assert!(gateway.has_env("JUEGOLAND_JWT_PUBLIC_KEY_FILE") && !gateway.has_env("JUEGOLAND_JWT_SECRET"));
+    // The nodes serve clients themselves there, verifying tokens as the gateways do.
+    let node = container(&containers, "node");
+    assert!(node.has_env("JUEGOLAND_EDGE_HTTP") && node.has_env("JUEGOLAND_EDGE_ADVERTISE"));
+    assert!(node.has_env("JUEGOLAND_JWT_PUBLIC_KEY_FILE") && !node.has_env("JUEGOLAND_JWT_SECRET"));
     assert!(container(&containers, "router").has_env("JUEGOLAND_PLATFORM_TOKEN"));
     let scheduler = container(&containers, "scheduler");
     assert!(scheduler.has_env("JUEGOLAND_WEBHOOKS_FILE") && scheduler.has_env("JUEGOLAND_WEBHOOK_LEASE_MS"));

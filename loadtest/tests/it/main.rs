@@ -245,3 +245,72 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     drop(cluster);
     schema.drop_schema().await;
 }
+
+/// A cluster whose nodes serve clients themselves, each player connecting to its match's
+/// owner (`--ws-owner`): the load plays without gateways, and when a node is killed its
+/// players reconnect to the new owner's edge and the audit passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn owner_served_players_follow_their_matches_through_a_node_kill() {
+    let schema = TestSchema::create("loadtest", "owner_served").await;
+    let dir = TempDir::new("loadtest-owner-served");
+    let pids = dir.path().join("pids.json");
+    let (node, edge, router, router_http, scheduler) =
+        (free_port_block(&[0, 1, 100, 101]), free_port_block(&[0, 1]), free_port(), free_port(), free_port());
+    let mut child = Command::new(juegoland_bin())
+        .args(["cluster", "--nodes", "2", "--routers", "1", "--gateways", "0", "--schedulers", "1"])
+        .args(["--jwt-secret", "owner-secret", "--database-url", &schema.url()])
+        .args(["--node-port", &node.to_string(), "--node-edge-port", &edge.to_string()])
+        .args(["--router-port", &router.to_string(), "--router-http-port", &router_http.to_string()])
+        .args(["--scheduler-http-port", &scheduler.to_string(), "--pids-file"])
+        .arg(&pids)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start juegoland cluster");
+    announced_line(&mut child, "local cluster:");
+    let cluster = Server { child };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while ring_members(router_http) != Some(2) {
+        assert!(std::time::Instant::now() < deadline, "the ring never held both nodes");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let api = format!("http://127.0.0.1:{router_http}");
+    // The fallback --ws is never needed: every node serves clients.
+    let unused = format!("ws://127.0.0.1:{}/v1/ws", free_port());
+    let url = schema.url();
+    let summary = run(&[
+        "--api",
+        &api,
+        "--ws-owner",
+        "--ws",
+        &unused,
+        "--jwt-secret",
+        "owner-secret",
+        "--scenario",
+        "chaos",
+        "--matches",
+        "6",
+        "--ramp-up",
+        "2s",
+        "--duration",
+        "12s",
+        "--chaos-after",
+        "4s",
+        "--chaos-kill",
+        "node-1",
+        "--chaos-pids-file",
+        pids.to_str().unwrap(),
+        "--audit-database-url",
+        &url,
+    ])
+    .await;
+    let chaos = summary.chaos.as_ref().expect("a node was killed");
+    let before = chaos["movesBefore"].as_u64().unwrap();
+    assert!(before > 20, "the players played on their owners' edges before the kill: {before}");
+    assert!(summary.moves > before + 20, "the load went on after the kill: {before} then {}", summary.moves);
+    let audit = audited(&summary);
+    assert!(audit.replayed == audit.matches);
+    drop(cluster);
+    schema.drop_schema().await;
+}

@@ -38,6 +38,10 @@ pub struct ClusterConfig {
     pub gateways: u16,
     #[arg(long, default_value_t = 8090)]
     pub gateway_port: u16,
+    /// Node i also serves clients itself on 127.0.0.1:(node_edge_port + i) (`juegoland node
+    /// --edge-http`): the matches it owns without a hop or a stream. Off when unset.
+    #[arg(long)]
+    pub node_edge_port: Option<u16>,
     /// How many deadline scheduler replicas to start; replica i serves metrics on
     /// 127.0.0.1:(scheduler_http_port + i).
     #[arg(long, default_value_t = 1)]
@@ -82,7 +86,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
     let url = config.database_url.clone();
     let mut roles = Vec::new();
     for i in 0..config.nodes {
-        let args = vec![
+        let mut args: Vec<String> = vec![
             "node".into(),
             "--node-id".into(),
             format!("node-{i}"),
@@ -95,6 +99,14 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--redis-url".into(),
             config.redis_url.clone(),
         ];
+        if let Some(port) = config.node_edge_port {
+            args.extend([
+                "--edge-http".into(),
+                format!("127.0.0.1:{}", port + i),
+                "--jwt-secret".into(),
+                secret.to_owned(),
+            ]);
+        }
         roles.push(Role { name: format!("node-{i}"), args, child: None });
     }
     for i in 0..config.routers {

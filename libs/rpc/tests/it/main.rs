@@ -149,6 +149,7 @@ fn every_request_and_reply_round_trips() {
 
 /// A summary with every kind of seat, finished with `result` when there is one.
 fn summary(result: Option<MatchResult>) -> MatchSummary {
+    let result_is_none = result.is_none();
     let status = match &result {
         None => MatchStatus::Active,
         Some(MatchResult::Completed { .. }) => MatchStatus::Finished,
@@ -202,6 +203,7 @@ fn summary(result: Option<MatchResult>) -> MatchSummary {
         created_ms: 1_765_000_000_000,
         handover: Some(Handover::Bot { after_ms: 5_000, profile: "default".into() }),
         replay_of: Some(juegoland_core::ReplayOf { source: Uuid::from_u128(6), speed_percent: 200 }),
+        client_url: result_is_none.then(|| "http://10.0.0.7:8090".into()),
     }
 }
 

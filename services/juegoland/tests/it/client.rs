@@ -245,6 +245,22 @@ impl Client {
         }
     }
 
+    /// The first message about `match_id` whose type is one of `types` (from the backlog,
+    /// then the network); the others stay in the backlog, in order.
+    pub async fn recv_about(&mut self, match_id: &str, types: &[&str]) -> Value {
+        let wanted = |v: &Value| v["matchId"] == match_id && types.iter().any(|t| v["type"] == *t);
+        if let Some(i) = self.backlog.iter().position(wanted) {
+            return self.backlog.remove(i).expect("index in range");
+        }
+        loop {
+            let v = self.recv_network().await;
+            if wanted(&v) {
+                return v;
+            }
+            self.backlog.push_back(v);
+        }
+    }
+
     /// Receives snapshots until the one of `revision`; every snapshot on the way must be
     /// contiguous (fromRevision = previous revision).
     pub async fn recv_revision(&mut self, revision: u64) -> Value {

@@ -72,6 +72,8 @@ pub struct Proc {
     /// The gRPC URL (`http://127.0.0.1:port`).
     pub grpc: String,
     pub http: String,
+    /// A node's own client edge (`--edge-http`), `host:port`.
+    pub clients: Option<String>,
 }
 
 impl Drop for Proc {
@@ -104,14 +106,15 @@ impl Proc {
             .spawn()
             .expect("start the juegoland binary");
         let line = announced_line(&mut child, " serving ");
-        // "node N serving grpc URL http URL", "router serving grpc URL http URL" or
-        // "gateway serving http URL" (a gateway serves no gRPC: `grpc` is empty).
+        // "node N serving grpc URL http URL [clients URL]", "router serving grpc URL http URL"
+        // or "gateway serving http URL" (a gateway serves no gRPC: `grpc` is empty).
         let words: Vec<&str> = line.split_whitespace().collect();
         let at =
             |key: &str| words.iter().position(|w| *w == key).map(|i| words[i + 1].trim_end_matches('/').to_owned());
         let http = at("http").unwrap_or_else(|| panic!("no http address in {line:?}"));
         let grpc = at("grpc").unwrap_or_default();
-        Proc { child, args, env, grpc, http }
+        let clients = at("clients").map(|u| u.trim_start_matches("http://").to_owned());
+        Proc { child, args, env, grpc, http, clients }
     }
 
     /// The text of `GET path` on the process's HTTP server (metrics, health).

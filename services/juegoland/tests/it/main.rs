@@ -18,6 +18,7 @@ mod hundido;
 mod laberinto;
 mod logs;
 mod migration;
+mod near;
 mod operations;
 mod page;
 mod publish;
