@@ -168,16 +168,23 @@ impl Api {
             .collect())
     }
 
-    /// Creates a match of `game` between `principals` (seats p0, p1, …).
-    pub async fn create_match(&mut self, game: &str, principals: &[String], config: &Value) -> Result<Uuid, ApiError> {
+    /// Creates a match of `game` between `principals` (seats p0, p1, …); answers its id and
+    /// where its owner serves it without a hop (`clientUrl`), if it says.
+    pub async fn create_match(
+        &mut self,
+        game: &str,
+        principals: &[String],
+        config: &Value,
+    ) -> Result<(Uuid, Option<String>), ApiError> {
         let seats: serde_json::Map<String, Value> =
             principals.iter().enumerate().map(|(i, p)| (format!("p{i}"), json!(p))).collect();
         let body = json!({ "game": game, "seats": seats, "config": config });
         let value = self.call("POST", "/v1/matches", Some(body)).await?;
-        value["matchId"]
+        let id = value["matchId"]
             .as_str()
             .and_then(|s| Uuid::parse_str(s).ok())
-            .ok_or_else(|| ApiError::Transport(format!("no matchId in {value}")))
+            .ok_or_else(|| ApiError::Transport(format!("no matchId in {value}")))?;
+        Ok((id, value["clientUrl"].as_str().map(str::to_owned)))
     }
 }
 

@@ -314,8 +314,8 @@ async fn slot(
         let principals: Vec<String> =
             ["a", "b", "c", "d"][..game.seats()].iter().map(|s| format!("lt-{run_id}-{index}-{n}-{s}")).collect();
         let started = Instant::now();
-        let match_id = match api.create_match(game.id(), &principals, &game.config()).await {
-            Ok(id) => id,
+        let (match_id, client_url) = match api.create_match(game.id(), &principals, &game.config()).await {
+            Ok(created) => created,
             Err(e) => {
                 ctx.stats.error(e.key());
                 tokio::time::sleep(Duration::from_millis(if e.retryable() { 200 } else { 2000 })).await;
@@ -324,8 +324,10 @@ async fn slot(
         };
         ctx.stats.latency(Latency::Create, started.elapsed());
         ctx.stats.created(match_id);
-        let endings =
-            futures::future::join_all(principals.into_iter().map(|p| play::play(&ctx, match_id, game, p))).await;
+        let endings = futures::future::join_all(
+            principals.into_iter().map(|p| play::play(&ctx, match_id, game, p, client_url.clone())),
+        )
+        .await;
         if endings.iter().all(|e| *e == Ending::Finished) {
             ctx.stats.count(&ctx.stats.matches_finished);
         }

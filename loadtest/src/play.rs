@@ -291,13 +291,23 @@ struct Player<'a> {
     latest: Option<Box<Snapshot>>,
     rng: Rng,
     syncs: u64,
+    /// Where the creation said the match is served without a hop: the first connection's
+    /// (later ones ask the platform API again, the owner may have changed).
+    client_url: Option<String>,
 }
 
-/// Plays `principal`'s seat of `match_id` to the end of the match or of the run.
-pub async fn play(ctx: &PlayContext, match_id: Uuid, game: Game, principal: String) -> Ending {
+/// Plays `principal`'s seat of `match_id` to the end of the match or of the run;
+/// `client_url` is where its creation said the match is served without a hop.
+pub async fn play(
+    ctx: &PlayContext,
+    match_id: Uuid,
+    game: Game,
+    principal: String,
+    client_url: Option<String>,
+) -> Ending {
     let mut rng = Rng::seeded();
     let mut policy = game.policy(&mut rng);
-    let mut p = Player { ctx, match_id, principal, game, conn: None, latest: None, rng, syncs: 0 };
+    let mut p = Player { ctx, match_id, principal, game, conn: None, latest: None, rng, syncs: 0, client_url };
     let mut failures = 0;
     loop {
         match p.step(&mut *policy).await {
@@ -396,16 +406,22 @@ impl Player<'_> {
 
     /// The WebSocket URL of the client edge of the node that owns the match, when asked to
     /// connect there (`--ws-owner`) and the owner serves clients itself.
-    async fn owner_ws(&self) -> Option<String> {
+    async fn owner_ws(&mut self) -> Option<String> {
         let endpoint = self.ctx.owner_edge.as_ref()?;
-        let mut api = crate::api::Api::new(endpoint.clone());
-        let base = match api.call("GET", &format!("/v1/matches/{}", self.match_id), None).await {
-            Ok(summary) => summary["clientUrl"].as_str()?.trim_end_matches('/').to_owned(),
-            Err(e) => {
-                self.ctx.stats.error(format!("read the match's edge: {e}"));
-                return None;
+        let base = match self.client_url.take() {
+            Some(url) => url,
+            None => {
+                let mut api = crate::api::Api::new(endpoint.clone());
+                match api.call("GET", &format!("/v1/matches/{}", self.match_id), None).await {
+                    Ok(summary) => summary["clientUrl"].as_str()?.to_owned(),
+                    Err(e) => {
+                        self.ctx.stats.error(format!("read the match's edge: {e}"));
+                        return None;
+                    }
+                }
             }
         };
+        let base = base.trim_end_matches('/');
         let ws = base
             .strip_prefix("https://")
             .map(|rest| format!("wss://{rest}"))

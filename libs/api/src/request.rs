@@ -128,6 +128,9 @@ pub struct Created {
     pub game: GameKey,
     pub rules_digest: String,
     pub package: Option<PackagePin>,
+    /// Where the match is served without a hop: its owner's client edge
+    /// ([`MatchSummary::client_url`](crate::MatchSummary::client_url)).
+    pub client_url: Option<String>,
 }
 
 impl Created {
@@ -138,6 +141,7 @@ impl Created {
             game: state.game.clone(),
             rules_digest: state.rules_digest.clone(),
             package: state.package.clone(),
+            client_url: None,
         }
     }
 }

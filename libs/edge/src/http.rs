@@ -557,17 +557,22 @@ async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: 
 
 /// The answer to a creation: the match's id and what it pinned — its rules module's digest
 /// and, when the game's package is published in the node's registry, that package's lock
-/// digest (`package`, else null).
+/// digest (`package`, else null) — and, when its owner node serves clients itself, where
+/// (`clientUrl`, as in `GET /v1/matches/{id}`).
 fn created_body(created: Created) -> Value {
     let package = created.package.map(|p| json!({ "id": p.id, "version": p.version, "lockDigest": p.lock_digest }));
     let game = json!({ "id": created.game.id, "rulesVersion": created.game.rules_version });
-    json!({
+    let mut body = json!({
         "matchId": created.match_id,
         "revision": 0,
         "game": game,
         "rulesDigest": created.rules_digest,
         "package": package,
-    })
+    });
+    if let Some(url) = created.client_url {
+        body["clientUrl"] = json!(url);
+    }
+    body
 }
 
 /// The body of `POST /v1/matches/{id}/replays`.

@@ -93,12 +93,17 @@ impl NodeService {
         }
     }
 
-    /// The host's answer to `request`, with this node's client edge in a summary.
+    /// The host's answer to `request`, with this node's client edge in a summary or a
+    /// creation.
     async fn answer(&self, request: juegoland_api::MatchRequest) -> Result<juegoland_api::MatchReply, MatchError> {
         match self.inner.host.call(request).await? {
             juegoland_api::MatchReply::Summary(mut summary) => {
                 summary.client_url.clone_from(&self.inner.client_url);
                 Ok(juegoland_api::MatchReply::Summary(summary))
+            }
+            juegoland_api::MatchReply::Created(mut created) => {
+                created.client_url.clone_from(&self.inner.client_url);
+                Ok(juegoland_api::MatchReply::Created(created))
             }
             reply => Ok(reply),
         }

@@ -158,6 +158,7 @@ pub fn reply_to_pb(reply: &MatchReply) -> pb::MatchReply {
             game: Some(game_key_to_pb(&c.game)),
             rules_digest: c.rules_digest.clone(),
             package: c.package.as_ref().map(package_pin_to_pb),
+            client_url: c.client_url.clone().unwrap_or_default(),
         }),
         MatchReply::Message(message) => Reply::MessageJson(encode(message)),
         MatchReply::Snapshot(s) => Reply::Snapshot(pb::SyncSnapshot {
@@ -183,6 +184,7 @@ pub fn reply(reply: pb::MatchReply) -> Result<MatchReply, MatchError> {
             game: game_key(r.game).map_err(node)?,
             rules_digest: r.rules_digest,
             package: r.package.map(package_pin),
+            client_url: Some(r.client_url).filter(|u| !u.is_empty()),
         })),
         Reply::MessageJson(json) => Ok(MatchReply::Message(server_message(&json)?)),
         Reply::Snapshot(s) => Ok(MatchReply::Snapshot(Box::new(SyncReply {

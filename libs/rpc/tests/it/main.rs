@@ -107,12 +107,14 @@ fn every_request_and_reply_round_trips() {
             game: GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() },
             rules_digest: "0".repeat(64),
             package: None,
+            client_url: None,
         }),
         MatchReply::Created(Created {
             match_id: m,
             game: GameKey { id: "conecta4".into(), rules_version: "1.1.0".into() },
             rules_digest: "1".repeat(64),
             package: Some(PackagePin { id: "conecta4".into(), version: "1.0.0".into(), lock_digest: "2".repeat(64) }),
+            client_url: Some("https://node-2.play.example.com".into()),
         }),
         MatchReply::Message(ServerMessage::Error(error.clone())),
         MatchReply::Message(ServerMessage::Ack(

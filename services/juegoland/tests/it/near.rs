@@ -124,6 +124,11 @@ async fn a_node_serves_its_own_clients_in_process_and_follows_matches_that_move_
     for m in &ids {
         assert_eq!(client_url(&cluster, &m.to_string()).await, format!("http://{edge}"));
     }
+    // A creation says it too, so the platform points the players at once.
+    let router_http = cluster.routers[0].http.trim_start_matches("http://").to_owned();
+    let seats = serde_json::json!({"game": "conecta4", "seats": {"p0": "alice", "p1": "bob"}});
+    let (status, created) = http(&router_http, "POST", "/v1/matches", Some(seats)).await;
+    assert_eq!((status, created["clientUrl"].as_str()), (201, Some(format!("http://{edge}").as_str())), "{created}");
     let mut alice = Client::connect_to(&edge, &tokens.issue("alice").unwrap()).await;
     let mut bob = Client::connect_to(&edge, &tokens.issue("bob").unwrap()).await;
     let ms: Vec<String> = ids.iter().map(Uuid::to_string).collect();
