@@ -120,15 +120,17 @@ async fn two_scheduler_replicas_fire_each_deadline_once() {
     for _ in 0..8 {
         default_moves.push(create_with(&mut client, &clock(1_000, "defaultMove")).await);
     }
+    // The clocks a move or a withdrawal replaces are long enough for that to come first on a
+    // loaded machine (a full run once took over 1.5 s from a creation to its first drop).
     for _ in 0..6 {
-        let m = create_with(&mut client, &clock(1_500, "forfeit")).await;
+        let m = create_with(&mut client, &clock(4_000, "forfeit")).await;
         replaced.insert(clock_of(&store, m).await.0);
         first_drop(&mut client, m).await;
         forfeits.push(m);
     }
     let mut withdrawn = vec![];
     for _ in 0..4 {
-        let m = create_with(&mut client, &clock(1_000, "forfeit")).await;
+        let m = create_with(&mut client, &clock(4_000, "forfeit")).await;
         replaced.insert(clock_of(&store, m).await.0);
         withdraw(&mut client, m).await;
         withdrawn.push(m);
