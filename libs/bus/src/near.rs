@@ -75,7 +75,8 @@ impl NearBus {
     }
 
     /// Watches followed in process now.
-    pub fn near_watches(&self) -> usize {
+    #[cfg(test)]
+    fn near_watches(&self) -> usize {
         self.near.lock().values().filter(|w| !w.moved).count()
     }
 

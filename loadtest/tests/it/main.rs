@@ -72,6 +72,39 @@ async fn run<S: AsRef<str>>(args: &[S]) -> Summary {
     execute(cli).await.expect("the run completes").expect("a run gives a summary")
 }
 
+/// A local cluster (`juegoland cluster`: 2 nodes, a router, a scheduler, and what `roles`
+/// adds) on `schema_url` with the client token `secret`, its children's pids kept in
+/// `pids`; answers the process and its router's gRPC and HTTP ports.
+fn local_cluster(schema_url: &str, secret: &str, pids: &std::path::Path, roles: &[&str]) -> (Server, u16, u16) {
+    // The launcher derives the nodes' gRPC and metrics ports from --node-port.
+    let (node, router, router_http, scheduler) =
+        (free_port_block(&[0, 1, 100, 101]), free_port(), free_port(), free_port());
+    let mut child = Command::new(juegoland_bin())
+        .args(["cluster", "--nodes", "2", "--routers", "1", "--schedulers", "1"])
+        .args(roles)
+        .args(["--jwt-secret", secret, "--database-url", schema_url])
+        .args(["--node-port", &node.to_string(), "--router-port", &router.to_string()])
+        .args(["--router-http-port", &router_http.to_string(), "--scheduler-http-port", &scheduler.to_string()])
+        .arg("--pids-file")
+        .arg(pids)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start juegoland cluster");
+    announced_line(&mut child, "local cluster:");
+    (Server { child }, router, router_http)
+}
+
+/// Waits until the router on `router_http` has both nodes in its ring.
+async fn until_both_nodes(router_http: u16) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while ring_members(router_http) != Some(2) {
+        assert!(std::time::Instant::now() < deadline, "the ring never held both nodes");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn audited(s: &Summary) -> &juegoland_loadtest::AuditSummary {
     let audit = s.audit.as_ref().expect("the run was audited");
     assert!(audit.passed, "the audit found problems: {:#?}", audit.problems);
@@ -154,23 +187,13 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     let schema = TestSchema::create("loadtest", "chaos").await;
     let dir = TempDir::new("loadtest-chaos");
     let pids = dir.path().join("pids.json");
-    // The launcher derives the nodes' gRPC and metrics ports from --node-port.
-    let (node, router, router_http, gateway, scheduler) =
-        (free_port_block(&[0, 1, 100, 101]), free_port(), free_port(), free_port(), free_port());
-    let mut child = Command::new(juegoland_bin())
-        .args(["cluster", "--nodes", "2", "--routers", "1", "--gateways", "1", "--schedulers", "1"])
-        .args(["--jwt-secret", "chaos-secret", "--database-url", &schema.url()])
-        .args(["--node-port", &node.to_string(), "--router-port", &router.to_string()])
-        .args(["--router-http-port", &router_http.to_string(), "--gateway-port", &gateway.to_string()])
-        .args(["--scheduler-http-port", &scheduler.to_string(), "--pids-file"])
-        .arg(&pids)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start juegoland cluster");
-    announced_line(&mut child, "local cluster:");
-    let cluster = Server { child };
+    let gateway = free_port();
+    let (cluster, router, router_http) = local_cluster(
+        &schema.url(),
+        "chaos-secret",
+        &pids,
+        &["--gateways", "1", "--gateway-port", &gateway.to_string()],
+    );
     let api = format!("http://127.0.0.1:{router_http}");
     let ws = format!("ws://127.0.0.1:{gateway}/v1/ws");
     let engine = format!("engine=pids-file:{}", pids.display());
@@ -212,11 +235,7 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     // The launcher restarted node-1: let the router's ring hold both nodes again before the
     // next run, which expects no error (on a loaded machine the new incarnation may still be
     // joining when the chaos run ends).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while ring_members(router_http) != Some(2) {
-        assert!(std::time::Instant::now() < deadline, "the ring never held both nodes again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_both_nodes(router_http).await;
 
     // The same cluster, played over the routers' gRPC API instead of WebSocket.
     let grpc = format!("http://127.0.0.1:{router}");
@@ -254,27 +273,10 @@ async fn owner_served_players_follow_their_matches_through_a_node_kill() {
     let schema = TestSchema::create("loadtest", "owner_served").await;
     let dir = TempDir::new("loadtest-owner-served");
     let pids = dir.path().join("pids.json");
-    let (node, edge, router, router_http, scheduler) =
-        (free_port_block(&[0, 1, 100, 101]), free_port_block(&[0, 1]), free_port(), free_port(), free_port());
-    let mut child = Command::new(juegoland_bin())
-        .args(["cluster", "--nodes", "2", "--routers", "1", "--gateways", "0", "--schedulers", "1"])
-        .args(["--jwt-secret", "owner-secret", "--database-url", &schema.url()])
-        .args(["--node-port", &node.to_string(), "--node-edge-port", &edge.to_string()])
-        .args(["--router-port", &router.to_string(), "--router-http-port", &router_http.to_string()])
-        .args(["--scheduler-http-port", &scheduler.to_string(), "--pids-file"])
-        .arg(&pids)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start juegoland cluster");
-    announced_line(&mut child, "local cluster:");
-    let cluster = Server { child };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while ring_members(router_http) != Some(2) {
-        assert!(std::time::Instant::now() < deadline, "the ring never held both nodes");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let edge = free_port_block(&[0, 1]).to_string();
+    let (cluster, _, router_http) =
+        local_cluster(&schema.url(), "owner-secret", &pids, &["--gateways", "0", "--node-edge-port", &edge]);
+    until_both_nodes(router_http).await;
     let api = format!("http://127.0.0.1:{router_http}");
     // The fallback --ws is never needed: every node serves clients.
     let unused = format!("ws://127.0.0.1:{}/v1/ws", free_port());
