@@ -39,7 +39,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use uuid::Uuid;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum BusError {
     /// The bus cannot be reached now; retry later.
     #[error("bus unavailable: {0}")]

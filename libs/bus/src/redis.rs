@@ -10,7 +10,9 @@
 //! take to reach clients), and, only when the publication has one, `traceparent` (the W3C
 //! trace context of the commit that produced it, [`Publication::trace_context`], so that the
 //! gateway's delivery continues the command's trace). All entries of one match go in one MULTI/EXEC with
-//! `XADD … MAXLEN ~ N`, followed by `EXPIRE`, so a reader sees a revision's entries together.
+//! `XADD … MAXLEN ~ N`, followed by `EXPIRE`, so a reader sees a revision's entries together;
+//! the transactions of every match that publishes while a write is on its way share the next
+//! write ([`publisher`]).
 //! Explicit ids make a re-publication idempotent: Redis refuses an id at or below the
 //! stream's top, so the outbox sweeper re-sending a revision that is already on the stream
 //! (or that a later revision superseded) adds nothing and counts as done. This rests on what
@@ -60,7 +62,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use ::redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
-use ::redis::{AsyncConnectionConfig, Client, RedisError, RedisResult, Value};
+use ::redis::{AsyncConnectionConfig, Client, RedisError, RedisResult};
 use futures::stream::{BoxStream, StreamExt};
 use juegoland_core::Publication;
 use tokio::sync::{Notify, broadcast};
@@ -71,6 +73,9 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use uuid::Uuid;
 
 use crate::{Bus, BusError, BusItem, Delivery as SinkDelivery, Sink, Watching};
+use publisher::Publisher;
+
+mod publisher;
 
 const FIELD_REVISION: &str = "revision";
 const FIELD_RECIPIENT: &str = "recipient";
@@ -194,9 +199,8 @@ pub struct RedisBus {
     next_sink: AtomicU64,
     /// The reader tasks started so far; aborted when the bus is dropped.
     readers: Mutex<Vec<JoinHandle<()>>>,
-    /// Until when publishes fail at once, after one that Redis did not answer
-    /// (`RedisBusConfig::publish_pause`).
-    publish_paused_until: Arc<Mutex<Option<tokio::time::Instant>>>,
+    /// Appends publications, many matches' in one write.
+    publishing: Publisher,
 }
 
 impl RedisBus {
@@ -218,14 +222,20 @@ impl RedisBus {
             .map_err(|e| BusError::InvalidConfig(format!("redis connection manager: {e}")))?;
         let shared = Arc::new(Shared { state: Mutex::new(Watches::default()) });
         Ok(RedisBus {
+            publishing: Publisher::new(publisher.clone(), config.clone()),
             config,
             client,
             publisher,
             shared,
             next_sink: AtomicU64::new(0),
             readers: Mutex::new(Vec::new()),
-            publish_paused_until: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// How many writes (round trips to Redis) publishing took so far: each carries every match
+    /// that published while the previous one was on its way.
+    pub fn publish_writes(&self) -> u64 {
+        self.publishing.writes()
     }
 
     /// How many reader tasks (and reading connections) the bus runs now.
@@ -251,19 +261,6 @@ impl RedisBus {
     /// The key of a match's stream: `juegoland:{<match id>}:pub`.
     pub fn stream_key(match_id: Uuid) -> String {
         format!("juegoland:{{{match_id}}}:pub")
-    }
-
-    /// Asks Redis, in the background, whether it answers again after a publish it did not:
-    /// an answer ends the publishes' pause, silence starts another.
-    fn probe(&self) {
-        let (mut conn, until, config) =
-            (self.publisher.clone(), self.publish_paused_until.clone(), self.config.clone());
-        tokio::spawn(async move {
-            let answered =
-                bounded(config.call_timeout, "ping", redis::cmd("PING").query_async::<String>(&mut conn)).await.is_ok();
-            let mut until = until.lock().unwrap_or_else(|p| p.into_inner());
-            *until = (!answered).then(|| tokio::time::Instant::now() + config.publish_pause);
-        });
     }
 
     /// Checks that Redis answers (for readiness probes).
@@ -296,82 +293,6 @@ impl RedisBus {
             })
             .collect())
     }
-
-    /// Appends the publications of one match in one transaction.
-    async fn publish_match(&self, publications: &[Publication]) -> Result<(), BusError> {
-        let match_id = publications[0].match_id;
-        let key = Self::stream_key(match_id);
-        let published = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros());
-        let mut pipe = ::redis::pipe();
-        // `ignore_errors` returns each command's result, so a refused stale id can be told
-        // apart from a real failure.
-        pipe.atomic().ignore_errors();
-        for revision in publications.chunk_by(|a, b| a.revision == b.revision) {
-            let count = revision.len();
-            for (n, p) in (1..).zip(revision) {
-                let id = EntryId { revision: p.revision, seq: n };
-                pipe.cmd("XADD")
-                    .arg(&key)
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(self.config.max_len)
-                    .arg(id.to_string())
-                    .arg(FIELD_REVISION)
-                    .arg(p.revision)
-                    .arg(FIELD_RECIPIENT)
-                    .arg(p.recipient.as_deref().unwrap_or(""))
-                    .arg(FIELD_COUNT)
-                    .arg(count)
-                    .arg(FIELD_ENCODED)
-                    .arg(&*p.encoded)
-                    .arg(FIELD_PUBLISHED)
-                    .arg(published.to_string());
-                if let Some(traceparent) = &p.trace_context {
-                    pipe.arg(FIELD_TRACEPARENT).arg(&**traceparent);
-                }
-            }
-        }
-        if let Some(ttl) = self.config.stream_ttl {
-            pipe.cmd("EXPIRE").arg(&key).arg(ttl.as_secs());
-        }
-        {
-            // Paused: fail at once. A pause that ran out starts one probe in the background
-            // and keeps failing at once until the probe is answered.
-            let mut until = self.publish_paused_until.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(t) = *until {
-                let now = tokio::time::Instant::now();
-                if now >= t {
-                    *until = Some(now + self.config.call_timeout);
-                    self.probe();
-                }
-                return Err(BusError::Unavailable(
-                    "publish to the match stream: redis did not answer a recent publish; not waiting on it".into(),
-                ));
-            }
-        }
-        let mut conn = self.publisher.clone();
-        let sent = bounded(self.config.call_timeout, "publish to the match stream", pipe.query_async(&mut conn)).await;
-        let mut until = self.publish_paused_until.lock().unwrap_or_else(|p| p.into_inner());
-        *until = match &sent {
-            Ok(_) => None,
-            Err(_) if self.config.publish_pause.is_zero() => None,
-            Err(_) => Some(tokio::time::Instant::now() + self.config.publish_pause),
-        };
-        drop(until);
-        let results: Vec<RedisResult<Value>> = sent?;
-        let mut stale = 0;
-        for result in results {
-            match result {
-                Ok(_) => {}
-                Err(e) if is_stale_id(&e) => stale += 1,
-                Err(e) => return Err(BusError::Unavailable(format!("publish to the match stream: {e}"))),
-            }
-        }
-        if stale > 0 {
-            debug!(match_id = %match_id, stale, "skipped publications the stream already holds or has moved past");
-        }
-        Ok(())
-    }
 }
 
 impl Drop for RedisBus {
@@ -388,10 +309,7 @@ impl Bus for RedisBus {
     /// Publications are expected in revision order; those of one match go in one
     /// transaction (different matches may live on different shards).
     async fn publish(&self, publications: &[Publication]) -> Result<(), BusError> {
-        for run in publications.chunk_by(|a, b| a.match_id == b.match_id) {
-            self.publish_match(run).await?;
-        }
-        Ok(())
+        self.publishing.publish(publications).await
     }
 
     async fn subscribe(&self, match_id: Uuid) -> Result<BoxStream<'static, BusItem>, BusError> {

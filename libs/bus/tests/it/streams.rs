@@ -137,6 +137,54 @@ async fn republishing_adds_nothing() {
     assert_eq!(len, 6);
 }
 
+/// Matches that publish while a write is on its way share the next one, and each keeps its
+/// own answer: a stale re-publication succeeds, a key Redis refuses fails its match alone.
+#[tokio::test]
+async fn matches_publishing_together_share_writes_and_keep_their_own_answers() {
+    let mut redis = shared_redis().await;
+    let bus = Arc::new(bus(RedisBusConfig::default()));
+    let ids: Vec<Uuid> = (0..64).map(|_| random_match()).collect();
+    let first: Vec<_> = ids.iter().map(|&id| revision(id, 1, &[Some("p0"), Some("p1"), None])).collect();
+    for publications in &first {
+        bus.publish(publications).await.unwrap();
+    }
+    assert_eq!(bus.publish_writes(), 64, "one at a time, one write each");
+
+    // A key that is not a stream: Redis refuses the entries of that match only.
+    let broken = random_match();
+    let _: () =
+        redis::cmd("SET").arg(RedisBus::stream_key(broken)).arg("not a stream").query_async(&mut redis).await.unwrap();
+    let mut calls = tokio::task::JoinSet::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let bus = bus.clone();
+        // Half re-publish revision 1 (stale: already there), half publish revision 2.
+        let publications = if i % 2 == 0 { first[i].clone() } else { revision(id, 2, &[Some("p0"), Some("p1"), None]) };
+        calls.spawn(async move { (id, bus.publish(&publications).await) });
+    }
+    let bad = bus.clone();
+    calls.spawn(async move { (broken, bad.publish(&revision(broken, 1, &[Some("p0")])).await) });
+    while let Some(joined) = calls.join_next().await {
+        let (id, result) = joined.unwrap();
+        if id == broken {
+            assert!(matches!(result, Err(BusError::Unavailable(_))), "the refused match fails: {result:?}");
+        } else {
+            result.unwrap_or_else(|e| panic!("match {id} failed with its neighbour: {e}"));
+        }
+    }
+    // On the test's one-thread runtime every call is queued before the writer runs again.
+    let shared = bus.publish_writes() - 64;
+    assert!(shared <= 8, "65 concurrent publishes took {shared} writes");
+    for (i, &id) in ids.iter().enumerate() {
+        let entries: StreamRangeReply =
+            redis::cmd("XRANGE").arg(RedisBus::stream_key(id)).arg("-").arg("+").query_async(&mut redis).await.unwrap();
+        let got: Vec<&str> = entries.ids.iter().map(|e| e.id.as_str()).collect();
+        let want: &[&str] =
+            if i % 2 == 0 { &["1-1", "1-2", "1-3"] } else { &["1-1", "1-2", "1-3", "2-1", "2-2", "2-3"] };
+        assert_eq!(got, want, "match {i}: whole revisions, in order, nothing twice");
+    }
+    let _: () = redis::cmd("DEL").arg(RedisBus::stream_key(broken)).query_async(&mut redis).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_newly_watched_match_is_read_at_once() {
     shared_redis().await;
