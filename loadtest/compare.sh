@@ -105,47 +105,44 @@ if wants aio-pg; then
   summaries+=("$out/aio-pg.json")
 fi
 
-if wants cluster; then
-  echo "==> cluster on PostgreSQL and Redis"
-  schema=loadtest_compare
+# A `juegoland cluster` row: NAME, its LABEL, the cluster's role flags up to `--`, then the
+# load test's transport flags. Each row has a schema of its own, dropped after the run.
+cluster_row() {
+  local name=$1 label=$2; shift 2
+  local roles=()
+  while [ "$1" != -- ]; do roles+=("$1"); shift; done
+  shift
+  local schema=loadtest_compare_${name//-/_}
   psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema"
-  url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
-  "$bin/juegoland" cluster --nodes 2 --routers 1 --gateways 1 --schedulers 1 \
-    --database-url "$url" --jwt-secret "$secret" --pids-file "$out/pids.json" \
-    --router-http-port 18180 --gateway-port 18190 --router-port 17000 --node-port 17100 \
-    --scheduler-http-port 19200 >"$out/cluster.log" 2>&1 &
-  pid=$!
+  local url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
+  "$bin/juegoland" cluster --nodes 2 --routers 1 --schedulers 1 "${roles[@]}" \
+    --database-url "$url" --jwt-secret "$secret" --pids-file "$out/pids-$name.json" \
+    --router-http-port 18180 --router-port 17000 --node-port 17100 \
+    --scheduler-http-port 19200 >"$out/$name.log" 2>&1 &
+  local pid=$! i
   wait_ready http://127.0.0.1:18180
-  wait_ready http://127.0.0.1:18190
-  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18180 --ws ws://127.0.0.1:18190/v1/ws \
+  for i in "${!roles[@]}"; do
+    if [ "${roles[$i]}" = --gateway-port ]; then wait_ready "http://127.0.0.1:${roles[$((i + 1))]}"; fi
+  done
+  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18180 "$@" \
     --jwt-secret "$secret" --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
-    --watch "engine=pids-file:$out/pids.json" --watch postgres=comm:postgres --watch redis=comm:redis-server \
-    --audit-database-url "$url" \
-    --label "juegoland cluster (PostgreSQL + Redis, durable)" --out "$out/cluster.json" >/dev/null
+    --watch "engine=pids-file:$out/pids-$name.json" --watch postgres=comm:postgres --watch redis=comm:redis-server \
+    --audit-database-url "$url" --label "$label" --out "$out/$name.json" >/dev/null
   kill -TERM "$pid"; wait "$pid" || true
   psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
-  summaries+=("$out/cluster.json")
+  summaries+=("$out/$name.json")
+}
+
+if wants cluster; then
+  echo "==> cluster on PostgreSQL and Redis"
+  cluster_row cluster "juegoland cluster (PostgreSQL + Redis, durable)" \
+    --gateways 1 --gateway-port 18190 -- --ws ws://127.0.0.1:18190/v1/ws
 fi
 
 if wants cluster-near; then
   echo "==> cluster, clients served by the node that owns their matches"
-  schema=loadtest_compare_near
-  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema"
-  url="postgres://postgres@127.0.0.1:5432/test?options[search_path]=$schema"
-  "$bin/juegoland" cluster --nodes 2 --routers 1 --gateways 0 --schedulers 1 --node-edge-port 18290 \
-    --database-url "$url" --jwt-secret "$secret" --pids-file "$out/pids-near.json" \
-    --router-http-port 18180 --router-port 17000 --node-port 17100 \
-    --scheduler-http-port 19200 >"$out/cluster-near.log" 2>&1 &
-  pid=$!
-  wait_ready http://127.0.0.1:18180
-  "$bin/juegoland-loadtest" run --api http://127.0.0.1:18180 --ws-owner --ws ws://127.0.0.1:18290/v1/ws \
-    --jwt-secret "$secret" --matches "$matches" --duration "${seconds}s" --ramp-up "${ramp}s" \
-    --watch "engine=pids-file:$out/pids-near.json" --watch postgres=comm:postgres --watch redis=comm:redis-server \
-    --audit-database-url "$url" \
-    --label "juegoland cluster, owner-served clients (PostgreSQL + Redis, durable)" --out "$out/cluster-near.json" >/dev/null
-  kill -TERM "$pid"; wait "$pid" || true
-  psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $schema CASCADE"
-  summaries+=("$out/cluster-near.json")
+  cluster_row cluster-near "juegoland cluster, owner-served clients (PostgreSQL + Redis, durable)" \
+    --gateways 0 --node-edge-port 18290 -- --ws-owner --ws ws://127.0.0.1:18290/v1/ws
 fi
 
 for peer in boardgameio colyseus; do

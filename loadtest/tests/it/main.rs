@@ -182,6 +182,39 @@ async fn all_in_one_scenarios_play_real_matches_and_pass_the_audit() {
     drop(server);
 }
 
+/// A `chaos` run of 6 matches for 12 s against `api` that kills node-1 after 4 s (its pids
+/// in `pids`), audited on `url`, with the transport flags in `edge`: checks that the load went
+/// on after the kill and that every match replays.
+async fn through_a_node_kill(api: &str, secret: &str, pids: &std::path::Path, url: &str, edge: &[&str]) -> Summary {
+    let mut args = vec!["--api", api, "--jwt-secret", secret, "--audit-database-url", url];
+    args.extend(edge);
+    let pids = pids.to_str().unwrap();
+    args.extend([
+        "--scenario",
+        "chaos",
+        "--matches",
+        "6",
+        "--ramp-up",
+        "2s",
+        "--duration",
+        "12s",
+        "--chaos-after",
+        "4s",
+        "--chaos-kill",
+        "node-1",
+        "--chaos-pids-file",
+        pids,
+    ]);
+    let summary = run(&args).await;
+    let chaos = summary.chaos.as_ref().expect("a node was killed");
+    assert_eq!(chaos["killed"], "node-1");
+    let before = chaos["movesBefore"].as_u64().unwrap();
+    assert!(summary.moves > before + 20, "the load went on after the kill: {before} then {}", summary.moves);
+    let audit = audited(&summary);
+    assert!(audit.replayed == audit.matches);
+    summary
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     let schema = TestSchema::create("loadtest", "chaos").await;
@@ -198,39 +231,7 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     let ws = format!("ws://127.0.0.1:{gateway}/v1/ws");
     let engine = format!("engine=pids-file:{}", pids.display());
     let url = schema.url();
-    let summary = run(&[
-        "--api",
-        &api,
-        "--ws",
-        &ws,
-        "--jwt-secret",
-        "chaos-secret",
-        "--scenario",
-        "chaos",
-        "--matches",
-        "6",
-        "--ramp-up",
-        "2s",
-        "--duration",
-        "12s",
-        "--chaos-after",
-        "4s",
-        "--chaos-kill",
-        "node-1",
-        "--chaos-pids-file",
-        pids.to_str().unwrap(),
-        "--audit-database-url",
-        &url,
-        "--watch",
-        &engine,
-    ])
-    .await;
-    let chaos = summary.chaos.as_ref().expect("a node was killed");
-    assert_eq!(chaos["killed"], "node-1");
-    let before = chaos["movesBefore"].as_u64().unwrap();
-    assert!(summary.moves > before + 20, "the load went on after the kill: {before} then {}", summary.moves);
-    let audit = audited(&summary);
-    assert!(audit.replayed == audit.matches);
+    through_a_node_kill(&api, "chaos-secret", &pids, &url, &["--ws", &ws, "--watch", &engine]).await;
 
     // The launcher restarted node-1: let the router's ring hold both nodes again before the
     // next run, which expects no error (on a loaded machine the new incarnation may still be
@@ -281,38 +282,9 @@ async fn owner_served_players_follow_their_matches_through_a_node_kill() {
     // The fallback --ws is never needed: every node serves clients.
     let unused = format!("ws://127.0.0.1:{}/v1/ws", free_port());
     let url = schema.url();
-    let summary = run(&[
-        "--api",
-        &api,
-        "--ws-owner",
-        "--ws",
-        &unused,
-        "--jwt-secret",
-        "owner-secret",
-        "--scenario",
-        "chaos",
-        "--matches",
-        "6",
-        "--ramp-up",
-        "2s",
-        "--duration",
-        "12s",
-        "--chaos-after",
-        "4s",
-        "--chaos-kill",
-        "node-1",
-        "--chaos-pids-file",
-        pids.to_str().unwrap(),
-        "--audit-database-url",
-        &url,
-    ])
-    .await;
-    let chaos = summary.chaos.as_ref().expect("a node was killed");
-    let before = chaos["movesBefore"].as_u64().unwrap();
+    let summary = through_a_node_kill(&api, "owner-secret", &pids, &url, &["--ws-owner", "--ws", &unused]).await;
+    let before = summary.chaos.as_ref().expect("a node was killed")["movesBefore"].as_u64().unwrap();
     assert!(before > 20, "the players played on their owners' edges before the kill: {before}");
-    assert!(summary.moves > before + 20, "the load went on after the kill: {before} then {}", summary.moves);
-    let audit = audited(&summary);
-    assert!(audit.replayed == audit.matches);
     drop(cluster);
     schema.drop_schema().await;
 }
