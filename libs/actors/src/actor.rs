@@ -222,13 +222,14 @@ impl MatchActorState {
 impl Actor for MatchActor {
     type Msg = MatchMsg;
     type State = MatchActorState;
-    /// The match, and its receipts when already known (a match just created has none).
-    type Arguments = (LiveMatch, Option<Receipts>);
+    /// The match, its receipts, and whether it was loaded from the store (`true`) or just
+    /// created.
+    type Arguments = (LiveMatch, Receipts, bool);
 
     async fn pre_start(
         &self,
         _: ActorRef<MatchMsg>,
-        (live, receipts): (LiveMatch, Option<Receipts>),
+        (live, receipts, activated): (LiveMatch, Receipts, bool),
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(MatchActorState {
             hot: Some(live),
@@ -244,8 +245,8 @@ impl Actor for MatchActor {
             bot_ready_at: Default::default(),
             bot_wake_scheduled: false,
             fault: None,
-            receipts,
-            presence: Default::default(),
+            receipts: Some(receipts),
+            presence: crate::seats::Presence::new(activated, self.shared.config.presence_lease),
             script: None,
             counted: Default::default(),
             agents: Default::default(),
@@ -308,6 +309,11 @@ impl MatchActor {
                 Ok(false) => {}
                 Err(fault) => return Err(format!("reload a quiet match: {fault}").into()),
             }
+            if matches!(msg, MatchMsg::Spectate { .. }) {
+                state.presence.spectator_here(self.shared.config.presence_lease);
+            }
+            let watched = state.presence.watched();
+            state.live_mut().set_watched(watched);
         }
         match msg {
             MatchMsg::Command { principal, envelope, reply, span, ticket } => {

@@ -311,9 +311,9 @@ impl Host {
         let shared = self.shared.clone();
         let result = slot
             .get_or_try_init(|| async move {
-                let (live, receipts) = match initial {
+                let (live, receipts, activated) = match initial {
                     // Just created: no command has a receipt yet.
-                    Some(live) => (live, Receipts::default()),
+                    Some(live) => (live, Receipts::default(), false),
                     None => {
                         // Claim first, then load: any commit of a previous owner either
                         // landed before the claim (and is loaded) or fails its fence after.
@@ -330,14 +330,15 @@ impl Host {
                         })?;
                         // The snapshot and the revisions after it, recovered with the
                         // pinned rules (never decided anew).
-                        (shared.engine.restore(stored).map_err(|f| MatchError::Internal(redacted(&f.0)))?, receipts)
+                        let live = shared.engine.restore(stored).map_err(|f| MatchError::Internal(redacted(&f.0)))?;
+                        (live, receipts, true)
                     }
                 };
                 let supervisor = shared.supervisor.get().expect("supervisor started").get_cell();
                 let (actor, _) = Actor::spawn_linked(
                     None,
                     MatchActor { shared: shared.clone() },
-                    (live, Some(receipts)),
+                    (live, receipts, activated),
                     supervisor,
                 )
                 .await

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use juegoland_api::{MatchError, Refusal};
+use juegoland_core::state::SPECTATOR_PREFIX;
 use juegoland_core::{ControllerKind, LifecycleRequest, LogEntry, SeatHolder};
 use juegoland_sdk::{Handover, Seat};
 use ractor::ActorRef;
@@ -26,13 +27,43 @@ pub(crate) const LONGEST_REPLAY_PAUSE: Duration = Duration::from_secs(5);
 /// The seats' presence as this match's actor knows it: which subscriptions of each human
 /// seat are open (with when their gateway last said so: one not renewed within the lease is
 /// forgotten), the seats whose humans left (with the generation of the hand-over timer armed
-/// for each), and whether a lapse check is scheduled.
+/// for each), whether a lapse check is scheduled, and until when spectators follow the match.
 #[derive(Default)]
 pub(crate) struct Presence {
     open: BTreeMap<Seat, BTreeMap<String, Instant>>,
     away: BTreeMap<Seat, u64>,
     generation: u64,
     lapse_scheduled: bool,
+    /// Spectators follow the match until then: a spectator's sync, and each renewal of its
+    /// subscription's presence, hold it for a lease. `None`: no spectator has said so to
+    /// this actor.
+    watched_until: Option<Instant>,
+}
+
+impl Presence {
+    /// The presence of an actor that starts with a match just created (nobody can follow a
+    /// match before it exists) or, `activated`, with one loaded from the store: its
+    /// spectators may have synced with its previous actor (before passivation, or on the node
+    /// that owned it), so they are assumed to follow it for a lease, within which their
+    /// subscriptions' next renewal tells this actor.
+    pub(crate) fn new(activated: bool, lease: Duration) -> Self {
+        Self { watched_until: activated.then(|| Instant::now() + lease), ..Self::default() }
+    }
+
+    /// A spectator synced, or renewed its subscription's presence: the match's revisions
+    /// carry a spectators' publication for a lease from now.
+    pub(crate) fn spectator_here(&mut self, lease: Duration) {
+        let until = Instant::now() + lease;
+        self.watched_until = Some(self.watched_until.map_or(until, |t| t.max(until)));
+    }
+
+    /// Whether a spectator may follow the match now (its revisions then carry a spectators'
+    /// publication). A spectator whose gateway stopped renewing within the lease is
+    /// forgotten; should it still be there, its subscription sees the gap or a cursor ahead of
+    /// it and syncs again, which holds the match watched again.
+    pub(crate) fn watched(&self) -> bool {
+        self.watched_until.is_some_and(|t| Instant::now() < t)
+    }
 }
 
 /// A replay match's script: the source's decisions (its log without its creation and its
@@ -44,8 +75,9 @@ pub(crate) struct Script {
 }
 
 impl MatchActor {
-    /// A seat's subscription synced (`present`) or ended. Answers the match's revision after
-    /// whatever it caused: a seat handed back to its returning human is a revision.
+    /// A seat's subscription synced (`present`) or ended, or a spectator's (under
+    /// [`SPECTATOR_PREFIX`]) renewed its lease. Answers the match's revision after whatever it
+    /// caused: a seat handed back to its returning human is a revision.
     pub(crate) async fn presence(
         &self,
         myself: &ActorRef<MatchMsg>,
@@ -54,6 +86,13 @@ impl MatchActor {
         subscription: String,
         present: bool,
     ) -> Result<u64, MatchError> {
+        if principal.starts_with(SPECTATOR_PREFIX) {
+            // A spectator that left lapses with its lease: its absence changes nothing now.
+            if present {
+                state.presence.spectator_here(self.shared.config.presence_lease);
+            }
+            return Ok(state.live().state().revision);
+        }
         let s = state.live().state();
         let seat = match s.seat_of(principal) {
             Some(seat) if matches!(s.seats.get(seat), Some(SeatHolder::Principal(_))) => seat.to_owned(),

@@ -190,6 +190,10 @@ pub struct LiveMatch {
     /// The highest command sequence a receipt of this match is known to carry (see
     /// [`LiveMatch::last_sequence`]).
     pub(crate) last_sequence: u64,
+    /// Whether the next revisions get a spectators' publication (when the game defines their
+    /// projection): true unless the shell said that no spectator follows the match
+    /// ([`LiveMatch::set_watched`]).
+    pub(crate) watched: bool,
 }
 
 impl LiveMatch {
@@ -251,6 +255,15 @@ impl LiveMatch {
     /// ([`juegoland_sdk::Game::spectators`]).
     pub fn spectators(&self) -> bool {
         self.game.game.spectators()
+    }
+
+    /// Tells the match whether any spectator follows it: while none does, its revisions are
+    /// published to its seats alone (a spectators' snapshot nobody receives is neither built,
+    /// nor stored, nor streamed). A spectator who comes later syncs the current revision
+    /// first, so it misses nothing; the shell says `true` again before that sync's answer.
+    /// A live match starts watched.
+    pub fn set_watched(&mut self, watched: bool) {
+        self.watched = watched;
     }
 
     /// The sync snapshot for `recipient` at the current revision (no events). A spectator's
@@ -357,7 +370,7 @@ impl Engine {
         game.check_pinned(&state.rules_digest).map_err(Fault)?;
         let loaded = game.game.decode_position(&state.position).map_err(|e| Fault(format!("load match: {e}")))?;
         game.game.validate_position(&loaded).map_err(|e| Fault(format!("load match: {e}")))?;
-        Ok(LiveMatch { state: Arc::new(state), game, loaded, last_sequence: 0 })
+        Ok(LiveMatch { state: Arc::new(state), game, loaded, last_sequence: 0, watched: true })
     }
 
     /// A stored match made live: its snapshot loaded and each revision of its tail
@@ -653,7 +666,8 @@ impl Engine {
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: 0, instant_ms: now_ms, op: LoggedOp::Create { config }, trace, events };
         let state = Arc::new(state);
-        let live = LiveMatch { state: Arc::clone(&state), game: loaded_game, loaded: t.next, last_sequence: 0 };
+        let live =
+            LiveMatch { state: Arc::clone(&state), game: loaded_game, loaded: t.next, last_sequence: 0, watched: true };
         let commit = Commit {
             match_id,
             expected_revision: None,
@@ -931,7 +945,8 @@ impl Engine {
         }
         apply_deadline_ops(&mut state, &t.deadlines);
         let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
-        let publications = if fresh { publications(game, &live.loaded, &state, &t, &self.limits)? } else { Vec::new() };
+        let publications =
+            if fresh { publications(game, &live.loaded, &state, &t, &self.limits, live.watched)? } else { Vec::new() };
         let receipt = receipt(&state);
         Ok(Pending {
             commit: Commit {

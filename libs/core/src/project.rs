@@ -178,7 +178,8 @@ pub(crate) fn check_size(game: &LoadedGame, size: usize, limits: &Limits) -> Res
 }
 
 /// The publications of an accepted revision: one snapshot per seat and, when the game
-/// defines a spectator projection ([`juegoland_sdk::Game::spectators`]), one for spectators
+/// defines a spectator projection ([`juegoland_sdk::Game::spectators`]) and spectators
+/// follow the match (`watched`, [`crate::LiveMatch::set_watched`]), one for spectators
 /// (recipient `None`: its view, its visible events, no offers), all built from THIS
 /// revision's state (never a later re-read).
 pub(crate) fn publications(
@@ -187,9 +188,10 @@ pub(crate) fn publications(
     after: &MatchState,
     t: &ErasedTransition,
     limits: &Limits,
+    watched: bool,
 ) -> Result<Vec<Publication>, Fault> {
     let mut previous: Option<ServerMessage> = None;
-    let spectators = game.game.spectators().then_some(Recipient::Spectator);
+    let spectators = (watched && game.game.spectators()).then_some(Recipient::Spectator);
     let mut out = Vec::with_capacity(after.seats.len() + usize::from(spectators.is_some()));
     for recipient in after.seats.keys().map(|seat| Recipient::Seat(seat)).chain(spectators) {
         let known_valid_view = match &previous {

@@ -137,9 +137,15 @@ pub const REPLAY_PREFIX: &str = "replay:";
 /// with it (creation refuses them).
 pub const AGENT_PREFIX: &str = "agent:";
 
+/// The principal of a spectator's grant: `spectator:<match id>` (it holds no seat). The
+/// gateway tells a match that spectators follow it under this prefix (a presence, which
+/// makes its revisions carry a spectators' publication). Platform principals may not start
+/// with it.
+pub const SPECTATOR_PREFIX: &str = "spectator:";
+
 /// The prefixes of the principals the engine itself acts under (or grants); no platform
 /// principal starts with one.
-pub const RESERVED_PREFIXES: [&str; 3] = [BOT_PREFIX, REPLAY_PREFIX, AGENT_PREFIX];
+pub const RESERVED_PREFIXES: [&str; 4] = [BOT_PREFIX, REPLAY_PREFIX, AGENT_PREFIX, SPECTATOR_PREFIX];
 
 impl MatchState {
     /// The seat a principal holds in this match, if any. A bot seat `pN` is held by the

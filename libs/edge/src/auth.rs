@@ -86,7 +86,7 @@ impl Bearer {
 /// match, and no seat is ever held by it, so even a gateway that ignored the scope claim would
 /// give its bearer no seat.
 pub fn spectator_principal(match_id: Uuid) -> String {
-    format!("spectator:{match_id}")
+    format!("{}{match_id}", juegoland_core::state::SPECTATOR_PREFIX)
 }
 
 /// The principal (`sub`) of the agent grants for `seat`: the principal the match receipts an

@@ -31,6 +31,8 @@ pub(crate) struct GatedMatches {
     /// The committed revision every read and cursor answers.
     pub(crate) committed: AtomicU64,
     pub(crate) reads: AtomicU64,
+    /// Every presence told: (principal, subscription, present).
+    pub(crate) presences: std::sync::Mutex<Vec<(String, String, bool)>>,
 }
 
 impl GatedMatches {
@@ -40,6 +42,7 @@ impl GatedMatches {
             permits: Semaphore::new(0),
             committed: AtomicU64::new(0),
             reads: AtomicU64::new(0),
+            presences: Default::default(),
         })
     }
 
@@ -61,16 +64,23 @@ impl Matches for GatedMatches {
 
     async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
         match request {
-            MatchRequest::Sync { match_id, .. } => Ok(MatchReply::Snapshot(Box::new(self.read(match_id).await))),
+            MatchRequest::Sync { match_id, .. } => Ok(MatchReply::Snapshot(Box::new(self.read(match_id, true).await))),
+            MatchRequest::Spectate { match_id } => Ok(MatchReply::Snapshot(Box::new(self.read(match_id, false).await))),
             MatchRequest::Revision { .. } => Ok(MatchReply::Revision(self.committed.load(Ordering::SeqCst))),
+            MatchRequest::Presence { principal, subscription, present, .. } => {
+                self.presences.lock().expect("not poisoned").push((principal, subscription, present));
+                Ok(MatchReply::Revision(self.committed.load(Ordering::SeqCst)))
+            }
             _ => Err(MatchError::NotFound),
         }
     }
 }
 
 impl GatedMatches {
-    /// A sync read: counted, then held until a permit is given.
-    async fn read(&self, match_id: Uuid) -> SyncReply {
+    /// A sync read (`seat`: p0's, else a spectator's): counted, then held until a permit is
+    /// given.
+    async fn read(&self, match_id: Uuid, seat: bool) -> SyncReply {
+        let seat = seat.then(|| "p0".to_owned());
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.permits.acquire().await.expect("the semaphore stays open").forget();
         let revision = self.committed.load(Ordering::SeqCst);
@@ -80,7 +90,7 @@ impl GatedMatches {
             request_id: None,
             from_revision: None,
             revision,
-            seat: Some("p0".into()),
+            seat: seat.clone(),
             view: (&json!({})).into(),
             context: (&json!({})).into(),
             actions: Vec::new(),
@@ -89,7 +99,7 @@ impl GatedMatches {
             controllers: None,
         };
         SyncReply {
-            seat: Some("p0".into()),
+            seat,
             revision,
             game: GameKey { id: "g".into(), rules_version: "1".into() },
             view_schema_version: 1,
@@ -103,7 +113,7 @@ pub(crate) struct Harness {
     pub(crate) matches: Arc<GatedMatches>,
     bus: Arc<LocalBus>,
     pub(crate) gateway: Gateway,
-    match_id: Uuid,
+    pub(crate) match_id: Uuid,
 }
 
 impl Harness {
@@ -119,6 +129,15 @@ impl Harness {
     /// A connection that has sent one `game.sync` and then stays open; its loop's task
     /// and the receiving end of its outbox.
     pub(crate) fn connect_and_sync(&self, queue: usize) -> (JoinHandle<Ended>, mpsc::Receiver<Outgoing>) {
+        self.connect_and_sync_as(crate::auth::Bearer::seats("alice"), queue)
+    }
+
+    /// [`Harness::connect_and_sync`] with `bearer`'s token.
+    pub(crate) fn connect_and_sync_as(
+        &self,
+        bearer: crate::auth::Bearer,
+        queue: usize,
+    ) -> (JoinHandle<Ended>, mpsc::Receiver<Outgoing>) {
         let sync = json!({
             "protocolVersion": 1, "type": "game.sync", "requestId": "r1", "matchId": self.match_id,
             "accept": [{"id": "g", "rulesVersion": "1", "viewSchemaVersion": 1, "eventSchemaVersion": 1}]
@@ -126,7 +145,7 @@ impl Harness {
         let frames = futures::stream::iter([Frame::Text { bytes: Bytes::from(sync.to_string()), named: None }])
             .chain(futures::stream::pending());
         let (out, rx) = Outbox::channel(queue);
-        (tokio::spawn(serve_frames(self.gateway.clone(), crate::auth::Bearer::seats("alice"), frames, out)), rx)
+        (tokio::spawn(serve_frames(self.gateway.clone(), bearer, frames, out)), rx)
     }
 
     /// Publishes revision `revision` for both seats, p0's carrying `padding` bytes.

@@ -331,10 +331,16 @@ pub(crate) async fn subscribe(
     gauge.inc();
     let _guard = GaugeGuard(gauge);
     // A seat's human is here: the match hands the seat back if a bot stood in for it, and
-    // follows its hand-over policy once this subscription and the seat's others end.
+    // follows its hand-over policy once this subscription and the seat's others end. A
+    // spectator is here: the match's revisions carry the spectators' publication while its
+    // presence is renewed.
     let _presence = match (&task.viewer, &reply.seat) {
         (Viewer::Seat(principal), Some(_)) => {
             Some(Presence::announce(&task.gateway, match_id, principal, &task.live.subscription_id).await)
+        }
+        (Viewer::Spectator, None) => {
+            let principal = crate::auth::spectator_principal(match_id);
+            Some(Presence::announce(&task.gateway, match_id, &principal, &task.live.subscription_id).await)
         }
         _ => None,
     };
@@ -480,11 +486,12 @@ fn with_ids(msg: ServerMessage, subscription_id: &str, request_id: Option<&str>)
     }
 }
 
-/// A seat's subscription as the match's presence: announced present when it synced, renewed
-/// every `presence_renew` while it lasts (the match forgets an unrenewed presence after its
-/// lease, so a gateway that dies without telling cannot keep the seat counted present), and
-/// gone (in a task of its own) when it ends, however it ends. A failure only delays a
-/// hand-over or a hand-back, so it is logged, not answered.
+/// A seat's or a spectator's subscription as the match's presence: announced present when
+/// it synced, renewed every `presence_renew` while it lasts (the match forgets an unrenewed
+/// presence after its lease, so a gateway that dies without telling cannot keep the seat
+/// counted present, nor the match publishing to spectators), and gone (in a task of its own)
+/// when it ends, however it ends. A failure only delays a hand-over or a hand-back, or
+/// costs a spectator a resync, so it is logged, not answered.
 struct Presence {
     gateway: Gateway,
     match_id: Uuid,
@@ -683,5 +690,34 @@ mod tests {
         assert_eq!(resynced, ("game.snapshot".into(), Some(2), "for-subscription"));
         assert_eq!(h.resyncs(Resync::Cursor), 1);
         assert_eq!(h.matches.reads.load(Ordering::SeqCst), 2);
+    }
+
+    /// A spectator's subscription tells the match it follows it, under the spectators'
+    /// principal, and renews that while it lasts: the match publishes to spectators only
+    /// while a renewal holds it (`libs/actors`' presence test). Its end is told too.
+    #[tokio::test]
+    async fn a_spectator_s_subscription_announces_and_renews_its_presence() {
+        let config = GatewayConfig { presence_renew: Duration::from_millis(50), ..GatewayConfig::default() };
+        let h = Harness::new(config);
+        let spectator = crate::auth::spectator_principal(h.match_id);
+        let bearer =
+            crate::auth::Bearer { principal: "watcher".into(), scope: crate::auth::Scope::Spectate(h.match_id) };
+        let (connection, mut rx) = h.connect_and_sync_as(bearer, 64);
+        h.matches.permits.add_permits(1);
+        assert_eq!(next(&mut rx).await, ("game.snapshot".into(), Some(0), "answer"));
+        let told = || h.matches.presences.lock().unwrap().clone();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while told().len() < 3 {
+            assert!(tokio::time::Instant::now() < deadline, "no renewals: {:?}", told());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let subscription = told()[0].1.clone();
+        assert!(told().iter().all(|p| *p == (spectator.clone(), subscription.clone(), true)), "{:?}", told());
+        connection.abort();
+        while !told().last().is_some_and(|p| !p.2) {
+            assert!(tokio::time::Instant::now() < deadline, "no absence: {:?}", told());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(told().last().unwrap(), &(spectator, subscription, false));
     }
 }

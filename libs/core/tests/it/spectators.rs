@@ -1,6 +1,7 @@
 //! Spectators: a game that defines a spectator projection gets one publication for spectators
-//! (recipient `None`, seat `null`, its visible events, no offers) in every revision; a game that
-//! does not gets none, and a spectator's sync snapshot is a fault there.
+//! (recipient `None`, seat `null`, its visible events, no offers) in every revision while they
+//! follow the match (`LiveMatch::set_watched`); a game that does not gets none, and a
+//! spectator's sync snapshot is a fault there.
 
 use juegoland_protocol::{Precondition, ServerMessage};
 use juegoland_sdk::Recipient;
@@ -43,6 +44,22 @@ fn every_revision_of_a_game_with_spectators_publishes_their_snapshot() {
         other => panic!("expected a snapshot, got {other:?}"),
     }
     assert!(h.live.spectators());
+}
+
+#[test]
+fn a_match_nobody_watches_publishes_to_its_seats_alone() {
+    let mut h = Harness::conecta4();
+    h.live.set_watched(false);
+    h.drop_disc(3).ack();
+    h.live.set_watched(true);
+    h.drop_disc(3).ack();
+    let recipients = |revision: u64| {
+        h.publications.iter().filter(|p| p.revision == revision).map(|p| p.recipient.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(recipients(1), [Some("p0".to_owned()), Some("p1".to_owned())], "nobody watches revision 1");
+    assert_eq!(recipients(2), [Some("p0".to_owned()), Some("p1".to_owned()), None], "a spectator watches revision 2");
+    // A spectator who comes later syncs first: its snapshot needs no publication.
+    assert!(h.live.snapshot(Recipient::Spectator, &h.engine).is_ok());
 }
 
 #[test]
