@@ -4,8 +4,9 @@
 //!
 //! `whole`: command bytes in → strict decode → receipt check and fingerprint (JCS + SHA-256)
 //! → precondition, actor, stage, payload schema → rules → position validation → snapshots
-//! with visible events and offers for both seats, each validated → outgoing bytes (the ack
-//! and both live snapshots). Store and bus are not in it (they are IO, measured by the
+//! with visible events and offers for both seats and the spectators, each validated →
+//! outgoing bytes (the ack and the three live snapshots); `whole/unwatched` without the
+//! spectators' (a match nobody watches). Store and bus are not in it (they are IO, measured by the
 //! load-test harness). Run: `cargo bench -p juegoland-core --bench pipeline`.
 
 // A benchmark is the shell: it reads the clock to time the steady-state loop.
@@ -103,25 +104,31 @@ fn bench(c: &mut Criterion) {
     let mut out = Vec::with_capacity(16 * 1024);
     // Steady state, as in a match actor: one live match advances move after move; when the
     // scripted game runs out it is reloaded from its first state, outside the timing.
-    g.bench_function("whole", |b| {
-        b.iter_custom(|iters| {
-            let mut total = std::time::Duration::ZERO;
-            let mut k = n;
-            let mut live = None;
-            for _ in 0..iters {
-                if k == n {
-                    live = Some(f.engine.load(f.steps[0].0.clone()).unwrap());
-                    k = 0;
+    // `whole` publishes to spectators too (a spectator follows the match); `whole/unwatched`
+    // to the two seats alone (nobody watches: `LiveMatch::set_watched(false)`).
+    for (name, watched) in [("whole", true), ("whole/unwatched", false)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                let mut k = n;
+                let mut live = None;
+                for _ in 0..iters {
+                    if k == n {
+                        let mut loaded = f.engine.load(f.steps[0].0.clone()).unwrap();
+                        loaded.set_watched(watched);
+                        live = Some(loaded);
+                        k = 0;
+                    }
+                    let live = live.as_mut().expect("loaded");
+                    let started = std::time::Instant::now();
+                    std::hint::black_box(whole(&f.engine, live, &f.steps[k].1, &mut out));
+                    total += started.elapsed();
+                    k += 1;
                 }
-                let live = live.as_mut().expect("loaded");
-                let started = std::time::Instant::now();
-                std::hint::black_box(whole(&f.engine, live, &f.steps[k].1, &mut out));
-                total += started.elapsed();
-                k += 1;
-            }
-            total
-        })
-    });
+                total
+            })
+        });
+    }
 
     let bytes = f.steps[n / 2].1.clone();
     g.bench_function("stage/decode", |b| b.iter(|| decode_client(&bytes).unwrap()));

@@ -29,15 +29,39 @@ pub async fn replay_matches(
 ) -> Result<Vec<MatchReplay>, StoreError> {
     let mut out = Vec::new();
     for match_id in ids {
-        let Some(stored) = store.load(match_id).await? else {
+        let Some((stored, log)) = settled(store, match_id).await? else {
             out.push(MatchReplay { match_id, revision: 0, result: Err(ReplayError::NoCreate) });
             continue;
         };
-        let log = store.log(match_id).await?;
         let result = juegoland_core::replay(registry, &stored.snapshot, &log);
         out.push(MatchReplay { match_id, revision: stored.revision(), result });
     }
     Ok(out)
+}
+
+/// How many times a match that moved while it was read is read again.
+const SETTLE_ATTEMPTS: usize = 20;
+
+/// A match and its log as of one revision: the store's two reads are separate, and a match
+/// still in play (a bot standing in for a load test's departed client, a scheduler's deadline)
+/// may commit between them. Read the match, its log, then the match again: the same revision
+/// twice means no commit came between, so the log is the one of that revision. Read again
+/// while it moves; a match that never holds still gives its last reads (and the audit then
+/// reports the mismatch it sees).
+async fn settled(
+    store: &dyn Store,
+    match_id: Uuid,
+) -> Result<Option<(juegoland_core::StoredMatch, Vec<juegoland_core::LogEntry>)>, StoreError> {
+    let Some(mut stored) = store.load(match_id).await? else { return Ok(None) };
+    for attempt in 1.. {
+        let log = store.log(match_id).await?;
+        let Some(again) = store.load(match_id).await? else { return Ok(None) };
+        if again.revision() == stored.revision() || attempt == SETTLE_ATTEMPTS {
+            return Ok(Some((stored, log)));
+        }
+        stored = again;
+    }
+    unreachable!("the loop returns by its last attempt")
 }
 
 /// A command a client saw acknowledged as applied, producing `revision`.
@@ -95,11 +119,10 @@ pub async fn audit(
         seen_per_match.entry(s.match_id).or_default().insert(s.command_id);
     }
     for &match_id in &ids {
-        let Some(stored) = store.load(match_id).await? else {
+        let Some((stored, log)) = settled(store, match_id).await? else {
             report.problems.push(format!("match {match_id} is not stored"));
             continue;
         };
-        let log = store.log(match_id).await?;
         report.log_entries += log.len();
         let contiguous = log.iter().enumerate().all(|(i, e)| e.revision == i as u64);
         if !contiguous {

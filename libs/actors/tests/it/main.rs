@@ -533,3 +533,38 @@ async fn a_finished_match_passivates_sooner_than_a_live_one() {
     let dup = host.command("alice", drop_cmd(done, 6, 0)).await.unwrap();
     assert!(matches!(&dup, ServerMessage::Ack(a) if a.duplicate && a.revision == Some(7)), "{dup:?}");
 }
+
+/// The audit reads matches whose bots keep playing (as a load test's matches do once bots
+/// stand in for its departed clients): each match is read with its log as of one revision, so
+/// every audit made while they play passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_reads_each_match_in_play_as_of_one_revision() {
+    let (host, store, _) = host(Duration::from_secs(60)).await;
+    let bots = || {
+        BTreeMap::from([
+            ("p0".to_string(), SeatHolder::Bot("default".into())),
+            ("p1".to_string(), SeatHolder::Bot("default".into())),
+        ])
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    for _ in 0..8 {
+        ids.insert(host.create_match(&key(), bots(), &json!({})).await.unwrap());
+    }
+    let mut registry = Registry::new();
+    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
+    let (mut audits_in_play, deadline) = (0, tokio::time::Instant::now() + Duration::from_secs(30));
+    loop {
+        let mut in_play = false;
+        for id in &ids {
+            in_play |= !store.load(*id).await.unwrap().unwrap().is_finished();
+        }
+        let report = juegoland_store::audit::audit(&*store, &registry, &[], Some(&ids)).await.unwrap();
+        assert!(report.passed(), "{:?}", report.problems);
+        if !in_play {
+            break;
+        }
+        audits_in_play += 1;
+        assert!(tokio::time::Instant::now() < deadline, "the bots did not finish within 30 s");
+    }
+    assert!(audits_in_play > 0, "no audit ran while a match was in play");
+}
