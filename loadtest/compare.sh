@@ -48,6 +48,9 @@ out=target/loadtest/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 secret=compare-$$
 summaries=()
+# A row that fails (its run or its audit) ends the script: the server it started stops too,
+# rather than play on under the next command.
+trap 'pids=$(jobs -p); [ -z "$pids" ] || { kill -TERM $pids 2>/dev/null; wait $pids 2>/dev/null; } || true' EXIT
 
 wait_ready() {
   for _ in $(seq 1 100); do
