@@ -714,7 +714,7 @@ mod tests {
         let subscription = told()[0].1.clone();
         assert!(told().iter().all(|p| *p == (spectator.clone(), subscription.clone(), true)), "{:?}", told());
         connection.abort();
-        while !told().last().is_some_and(|p| !p.2) {
+        while told().last().is_none_or(|p| p.2) {
             assert!(tokio::time::Instant::now() < deadline, "no absence: {:?}", told());
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

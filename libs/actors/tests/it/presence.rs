@@ -95,7 +95,7 @@ async fn revisions_carry_the_spectators_publication_only_while_a_spectator_follo
     let with_spectators = |r: u64| [seats_only(r), vec![(r, None)]].concat();
     let mut revision = 0;
     let play = async |host: &juegoland_actors::Host, revision: &mut u64| {
-        let player = if *revision % 2 == 0 { "alice" } else { "bob" };
+        let player = if revision.is_multiple_of(2) { "alice" } else { "bob" };
         *revision = applied(&host.command(player, drop_cmd(m, *revision, (*revision % 2) as u8)).await.unwrap());
         *revision
     };

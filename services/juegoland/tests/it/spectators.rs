@@ -270,3 +270,79 @@ async fn spectators_follow_a_match_through_a_gateway_over_websocket_and_socket_i
     drop(gateway);
     cluster.stop().await;
 }
+
+/// One move by `player` at `revision`, its command re-sent under the same id until the
+/// cluster answers it (while a killed owner's matches move to another node, a call may fail:
+/// the retry is the same command, applied once).
+async fn move_through_failover(player: &mut Client, m: &str, revision: u64, column: u64) {
+    let command_id = uuid();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    'send: loop {
+        assert!(tokio::time::Instant::now() < deadline, "move {revision} was not applied within 20 s");
+        player.drop_disc(m, &command_id, revision, column).await;
+        loop {
+            let v = player.recv().await;
+            if v["commandId"] != command_id.as_str() {
+                continue;
+            }
+            match v["type"].as_str() {
+                Some("game.ack") => {
+                    assert_eq!((v["status"].as_str(), v["revision"].as_u64()), (Some("applied"), Some(revision + 1)));
+                    return;
+                }
+                Some("game.error") => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    continue 'send;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A spectator on a gateway follows a match through its owner's SIGKILL: the node that takes
+/// the match over assumes spectators follow it (they synced with the dead owner), so every
+/// revision after the failover reaches the spectator live (`fromRevision` = the previous
+/// revision), not through a resync a cursor would start seconds later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_follows_a_match_through_its_owner_s_failover() {
+    use crate::harness::{Cluster, create, owned_by};
+    let secret = "spectator-failover-secret";
+    let (mut cluster, gateway) =
+        Cluster::start_with_gateway("spectator_failover", 2, secret, &Cluster::shared_redis()).await;
+    let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 600).unwrap();
+    let match_id = create(&mut cluster.client(0).await).await;
+    let m = match_id.to_string();
+    let addr = gateway.http.trim_start_matches("http://").to_owned();
+    let mut spectator = Client::connect_to(&addr, &tokens.issue_spectator(match_id).unwrap()).await;
+    spectator.sync(&m, "w").await;
+    let mut alice = Client::connect_to(&addr, &tokens.issue("alice").unwrap()).await;
+    let mut bob = Client::connect_to(&addr, &tokens.issue("bob").unwrap()).await;
+    alice.sync(&m, "a").await;
+    bob.sync(&m, "b").await;
+    // Columns that never make four in a row within the test's moves.
+    let columns = [0u64, 1, 2, 3, 4, 5];
+    for revision in 0..2u64 {
+        let player = if revision.is_multiple_of(2) { &mut alice } else { &mut bob };
+        move_through_failover(player, &m, revision, columns[revision as usize]).await;
+        let live = spectator.recv_revision(revision + 1).await;
+        assert_eq!(live["fromRevision"], revision, "{live}");
+    }
+    let mut owner = None;
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        if owned_by(&cluster, node).await.contains(&match_id) {
+            owner = Some(i);
+        }
+    }
+    let owner = owner.expect("a node owns the match");
+    cluster.nodes[owner].kill9();
+    for revision in 2..6u64 {
+        let player = if revision.is_multiple_of(2) { &mut alice } else { &mut bob };
+        move_through_failover(player, &m, revision, columns[revision as usize]).await;
+        let live = spectator.recv_revision(revision + 1).await;
+        assert_eq!(live["fromRevision"], revision, "revision {} came live: {live}", revision + 1);
+        assert_eq!((live["seat"].clone(), live["actions"].clone()), (Value::Null, json!([])), "{live}");
+    }
+    drop(gateway);
+    cluster.stop().await;
+}
