@@ -78,6 +78,32 @@ fn fixture() -> Fixture {
     Fixture { engine, steps }
 }
 
+/// Times `iters` steps of a steady-state loop, as in a match actor: one live match advances
+/// move after move (`step(live, k)` plays the k-th of the `n` recorded moves); when the
+/// recording runs out, `load` starts it again from its first state, outside the timing.
+fn steady(
+    iters: u64,
+    n: usize,
+    load: impl Fn() -> LiveMatch,
+    mut step: impl FnMut(&mut LiveMatch, usize),
+) -> std::time::Duration {
+    let mut total = std::time::Duration::ZERO;
+    let mut k = n;
+    let mut live = None;
+    for _ in 0..iters {
+        if k == n {
+            live = Some(load());
+            k = 0;
+        }
+        let live = live.as_mut().expect("loaded");
+        let started = std::time::Instant::now();
+        step(live, k);
+        total += started.elapsed();
+        k += 1;
+    }
+    total
+}
+
 /// One full command: decode, decide, advance, and encode every outgoing message.
 fn whole(engine: &Engine, live: &mut LiveMatch, bytes: &[u8], out: &mut Vec<u8>) -> usize {
     let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!("decode") };
@@ -102,30 +128,19 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
 
     let mut out = Vec::with_capacity(16 * 1024);
-    // Steady state, as in a match actor: one live match advances move after move; when the
-    // scripted game runs out it is reloaded from its first state, outside the timing.
-    // `whole` publishes to spectators too (a spectator follows the match); `whole/unwatched`
+    // Steady state (`steady`). `whole` publishes to spectators too (a spectator follows the match); `whole/unwatched`
     // to the two seats alone (nobody watches: `LiveMatch::set_watched(false)`).
     for (name, watched) in [("whole", true), ("whole/unwatched", false)] {
+        let load = || {
+            let mut live = f.engine.load(f.steps[0].0.clone()).unwrap();
+            live.set_watched(watched);
+            live
+        };
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut total = std::time::Duration::ZERO;
-                let mut k = n;
-                let mut live = None;
-                for _ in 0..iters {
-                    if k == n {
-                        let mut loaded = f.engine.load(f.steps[0].0.clone()).unwrap();
-                        loaded.set_watched(watched);
-                        live = Some(loaded);
-                        k = 0;
-                    }
-                    let live = live.as_mut().expect("loaded");
-                    let started = std::time::Instant::now();
+                steady(iters, n, load, |live, k| {
                     std::hint::black_box(whole(&f.engine, live, &f.steps[k].1, &mut out));
-                    total += started.elapsed();
-                    k += 1;
-                }
-                total
+                })
             })
         });
     }
@@ -249,34 +264,27 @@ fn other_games(c: &mut Criterion) {
         g.throughput(Throughput::Elements(1));
         g.bench_function("whole", |b| {
             b.iter_custom(|iters| {
-                let mut total = std::time::Duration::ZERO;
-                let mut k = n;
-                let mut live = None;
-                for _ in 0..iters {
-                    if k == n {
-                        live = Some(f.engine.load(f.steps[0].0.clone()).unwrap());
-                        k = 0;
-                    }
-                    let live = live.as_mut().expect("loaded");
-                    let (_, bytes, seat, seed) = &f.steps[k];
-                    let started = std::time::Instant::now();
-                    let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!("decode") };
-                    let Decision::Commit(p) =
-                        f.engine.command(live, &format!("u-{seat}"), &env, None, 0, &mut SplitMix64(*seed))
-                    else {
-                        panic!("a commit")
-                    };
-                    let commit = live.advance(*p);
-                    out.clear();
-                    encode_into(&commit.receipt.as_ref().unwrap().ack(false), &mut out);
-                    for publication in &commit.publications {
-                        out.extend_from_slice(publication.for_subscription("s-0123456789").as_bytes());
-                    }
-                    std::hint::black_box(out.len());
-                    total += started.elapsed();
-                    k += 1;
-                }
-                total
+                steady(
+                    iters,
+                    n,
+                    || f.engine.load(f.steps[0].0.clone()).unwrap(),
+                    |live, k| {
+                        let (_, bytes, seat, seed) = &f.steps[k];
+                        let Ok(ClientMessage::Command(env)) = decode_client(bytes) else { panic!("decode") };
+                        let Decision::Commit(p) =
+                            f.engine.command(live, &format!("u-{seat}"), &env, None, 0, &mut SplitMix64(*seed))
+                        else {
+                            panic!("a commit")
+                        };
+                        let commit = live.advance(*p);
+                        out.clear();
+                        encode_into(&commit.receipt.as_ref().unwrap().ack(false), &mut out);
+                        for publication in &commit.publications {
+                            out.extend_from_slice(publication.for_subscription("s-0123456789").as_bytes());
+                        }
+                        std::hint::black_box(out.len());
+                    },
+                )
             })
         });
         let (state, bytes, seat, seed) = &f.steps[n / 2];
