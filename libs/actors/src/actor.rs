@@ -309,9 +309,7 @@ impl MatchActor {
                 Ok(false) => {}
                 Err(fault) => return Err(format!("reload a quiet match: {fault}").into()),
             }
-            if matches!(msg, MatchMsg::Spectate { .. }) {
-                state.presence.spectator_here(self.shared.config.presence_lease);
-            }
+            // Whether this message's decisions publish to spectators too.
             let watched = state.presence.watched();
             state.live_mut().set_watched(watched);
         }
@@ -327,7 +325,12 @@ impl MatchActor {
                 let _ = reply.send(self.sync(state, &principal));
             }
             MatchMsg::Spectate { reply } => {
-                let _ = reply.send(self.spectate(state));
+                let answer = self.spectate(state);
+                // A spectator follows from this revision: the next ones publish to it.
+                if answer.is_ok() {
+                    state.presence.spectator_here(self.shared.config.presence_lease);
+                }
+                let _ = reply.send(answer);
             }
             MatchMsg::CommandStatus { principal, command_id, reply } => {
                 let _ = reply.send(self.command_status(state, &principal, command_id).await);

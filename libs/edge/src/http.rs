@@ -865,7 +865,7 @@ async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Result<Respon
     let req: TokenRequest = strict(&body)?;
     let reserved = juegoland_core::state::RESERVED_PREFIXES;
     if req.principal.is_empty() || req.principal.len() > 128 || reserved.iter().any(|p| req.principal.starts_with(p)) {
-        let message = "1 to 128 characters, not starting with bot:, replay:, agent: or spectator:";
+        let message = format!("1 to 128 characters, not starting with {}", reserved.join(", "));
         return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", message).at("principal"));
     }
     let token = state

@@ -53,15 +53,15 @@ async fn settled(
     match_id: Uuid,
 ) -> Result<Option<(juegoland_core::StoredMatch, Vec<juegoland_core::LogEntry>)>, StoreError> {
     let Some(mut stored) = store.load(match_id).await? else { return Ok(None) };
-    for attempt in 1.. {
+    let mut attempts = 1;
+    loop {
         let log = store.log(match_id).await?;
         let Some(again) = store.load(match_id).await? else { return Ok(None) };
-        if again.revision() == stored.revision() || attempt == SETTLE_ATTEMPTS {
+        if again.revision() == stored.revision() || attempts == SETTLE_ATTEMPTS {
             return Ok(Some((stored, log)));
         }
-        stored = again;
+        (stored, attempts) = (again, attempts + 1);
     }
-    unreachable!("the loop returns by its last attempt")
 }
 
 /// A command a client saw acknowledged as applied, producing `revision`.

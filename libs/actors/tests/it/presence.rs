@@ -76,21 +76,9 @@ async fn next_recipients(
 
 #[tokio::test]
 async fn revisions_carry_the_spectators_publication_only_while_a_spectator_follows() {
-    use juegoland_bus::Bus;
-    let mut registry = juegoland_core::Registry::new();
-    registry.register(juegoland_sdk::erase(juegoland_conecta4::Conecta4)).unwrap();
-    let bus = std::sync::Arc::new(juegoland_bus::LocalBus::default());
-    let host = juegoland_actors::Host::start(
-        std::sync::Arc::new(juegoland_core::Engine::new(std::sync::Arc::new(registry))),
-        std::sync::Arc::new(juegoland_store::MemoryStore::new()),
-        bus.clone(),
-        juegoland_actors::Metrics::new(&prometheus::Registry::new()).unwrap(),
-        HostConfig { presence_lease: LEASE, ..Default::default() },
-    )
-    .await
-    .unwrap();
+    let (host, _store, _prom) = host_with(HostConfig { presence_lease: LEASE, ..Default::default() }).await;
     let m = host.create_match(&key(), seats(SeatHolder::Principal("bob".into())), &json!({})).await.unwrap();
-    let mut sub = bus.subscribe(m).await.unwrap();
+    let mut sub = host.bus().subscribe(m).await.unwrap();
     let seats_only = |r: u64| vec![(r, Some("p0".to_owned())), (r, Some("p1".to_owned()))];
     let with_spectators = |r: u64| [seats_only(r), vec![(r, None)]].concat();
     let mut revision = 0;
