@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use juegoland_laberinto::model::{Record, Status};
-use juegoland_laberinto::view::{RECORD_MAX_BYTES, radius};
+use juegoland_laberinto::view::{PLACEHOLDER, RECORD_MAX_BYTES, radius};
 use juegoland_sdk::below;
 use proptest::prelude::*;
 use serde_json::json;
@@ -83,9 +83,26 @@ fn check_records(records: &[Record]) -> (BTreeSet<u32>, usize, BTreeSet<String>)
         for p in r.players.keys() {
             assert!(players.insert(p.clone()), "player {p} twice");
         }
+        if let Some(next) = records.get(i + 1) {
+            assert_full(r, next, i);
+        }
     }
     assert_eq!(cells.len(), cell_count, "each cell once");
     (cells, objects, players)
+}
+
+/// The cut is greedy: `record` (number `i`) was closed because the first item of `next`
+/// (objects before cells) did not fit in it, measured as the view measures, with the chunk
+/// indices at their placeholder. Players come first and always fit beside the status.
+fn assert_full(record: &Record, next: &Record, i: usize) {
+    let mut grown = Record { chunk: PLACEHOLDER, chunks: PLACEHOLDER, ..record.clone() };
+    match (next.objects.first(), next.cells.first()) {
+        (Some(o), _) => grown.objects.push(o.clone()),
+        (None, Some(c)) => grown.cells.push(c.clone()),
+        (None, None) => panic!("record {} carries nothing", i + 1),
+    }
+    let text = serde_json::to_string(&grown).unwrap();
+    assert!(text.len() > RECORD_MAX_BYTES, "record {i} had room for the next one's first item: {text}");
 }
 
 proptest! {
