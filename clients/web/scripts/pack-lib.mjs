@@ -5,8 +5,12 @@
 //   "@juegoland/client"          the protocol's types, MatchClient, transports, pending store
 //   "@juegoland/client/present"  the presentation coordinator, audio, resources, card art
 //   "@juegoland/client/games"    each catalog game's presentation module
-// JavaScript: ES modules built by Vite in library mode (no dependencies; the games' package
+// JavaScript: ES modules built by Vite in library mode (socket.io-client, the games' package
 // manifests and card art are bundled in). Types: tsc's declarations (tsconfig.lib.json).
+// One optional dependency, `ws`: the WebSocket of Node 20, which has no global one
+// (src/lib/transport.ts imports it lazily, only then, through a specifier bundlers do not
+// follow). Optional rather than peer: npm installs it by default, so plain Node 20 works with
+// no setup, while `--omit=optional` leaves it out and browser bundles never contain it.
 // test/package.test.ts builds it, installs it into a fresh project, runs it under Node and
 // type-checks README.md's example against it.
 import { execFileSync } from "node:child_process";
@@ -52,6 +56,8 @@ export async function packLib(out) {
     engines: source.engines,
     sideEffects: false,
     exports,
+    // The version the tests run with (package.json's devDependencies), or any later 8.x.
+    optionalDependencies: { ws: `^${source.devDependencies.ws}` },
   };
   writeFileSync(join(out, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   writeFileSync(join(out, "README.md"), "# @juegoland/client\n\nBuilt from the Juegoland repository's `clients/web` (`npm run pack:lib`); its README, \"The client library, for platform developers\", shows how to use it.\n");

@@ -1,9 +1,10 @@
 // The client half of the protocol: the sync barrier, the pending command kept across
-// reloads and retried with the same UUID, game.command-status on uncertainty.
+// reloads and retried with the same UUID, game.command-status on uncertainty, and what a
+// failed or refused connection leads to (a new token, backoff, Retry-After, a stop).
 import { describe, expect, it } from "vitest";
 import { MatchClient, type ClientListener } from "../src/lib/client";
 import { memoryPendingStore } from "../src/lib/pending";
-import type { TransportEvents, TransportFactory } from "../src/lib/transport";
+import type { CloseInfo, TransportEvents, TransportFactory, TransportOptions } from "../src/lib/transport";
 import type { ClientMessage, GameSnapshot, ServerMessage } from "../src/protocol/generated";
 import { FakeClock, flush } from "./fakes";
 
@@ -15,8 +16,13 @@ function harness(store = memoryPendingStore()) {
   const sent: ClientMessage[] = [];
   let events: TransportEvents | null = null;
   let tokens = 0;
-  const factory: TransportFactory = (_url, _token, ev) => {
+  /** Each connection attempt: when, with which token and options. */
+  const connects: { at: number; token: string; options?: TransportOptions }[] = [];
+  const disconnects: CloseInfo[] = [];
+  const stopped: string[] = [];
+  const factory: TransportFactory = (_url, token, ev, options) => {
     events = ev;
+    connects.push({ at: clock.now(), token, options });
     return { send: (m) => (sent.push(m), true), close: () => {} };
   };
   let n = 0;
@@ -25,6 +31,8 @@ function harness(store = memoryPendingStore()) {
   const listener: ClientListener = {
     snapshot: (c, _e, live) => seen.push({ live, revision: c.revision }),
     rejected: (code) => rejected.push(code),
+    disconnected: (info) => disconnects.push(info),
+    stopped: (reason) => stopped.push(reason),
   };
   const client = new MatchClient({
     baseUrl: "http://x",
@@ -60,7 +68,25 @@ function harness(store = memoryPendingStore()) {
   });
   const answer = (revision: number, sub = "s1") => client.receive(snap(revision, { requestId: lastSync().requestId, subscriptionId: sub }));
   const live = (revision: number, sub = "s1") => client.receive(snap(revision, { fromRevision: revision - 1, subscriptionId: sub }));
-  return { client, clock, sent, seen, rejected, open, answer, live, lastSync, snap, store, close: () => events!.close({ opened: true, reason: "x" }), events: () => events! };
+  return {
+    client,
+    clock,
+    sent,
+    seen,
+    rejected,
+    open,
+    answer,
+    live,
+    lastSync,
+    snap,
+    store,
+    connects,
+    disconnects,
+    stopped,
+    tokensAsked: () => tokens,
+    close: () => events!.close({ opened: true, kind: "closed", reason: "x" }),
+    events: () => events!,
+  };
 }
 
 describe("the sync barrier", () => {
@@ -191,15 +217,140 @@ describe("the pending command", () => {
     await h.clock.advance(300);
     expect(h.sent.filter((m) => m.type === "game.command")).toEqual([cmd, cmd]);
   });
+});
 
-  it("a handshake that never opened fetches a new token", async () => {
+describe("failed and refused connections", () => {
+  /** Starts the client and lets its first connection attempt begin. */
+  const started = async () => {
     const h = harness();
     h.client.start();
     await flush();
-    h.events().close({ opened: false, reason: "401" });
-    await h.clock.advance(1000);
-    await flush();
+    return h;
+  };
+  /** The gaps between consecutive connection attempts. */
+  const gaps = (h: ReturnType<typeof harness>) => h.connects.slice(1).map((c, i) => c.at - h.connects[i]!.at);
+
+  it("a refused token (unauthenticated) is reported, and getToken is asked again after a backoff", async () => {
+    const h = await started();
+    expect(h.connects.map((c) => c.token)).toEqual(["t1"]);
+    h.events().close({ opened: false, kind: "unauthenticated", status: 401, code: "UNAUTHENTICATED", reason: "handshake refused (HTTP 401)" });
+    expect(h.client.connection).toBe("closed");
+    expect(h.client.lastClose).toMatchObject({ kind: "unauthenticated", status: 401 });
+    expect(h.disconnects.map((d) => d.kind)).toEqual(["unauthenticated"]);
+    await h.clock.advance(400);
+    expect(h.connects).toHaveLength(1); // not at once: a backoff first
+    await h.clock.advance(800);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t2"]);
+    expect(h.tokensAsked()).toBe(2);
     h.events().open();
+    h.answer(0);
     expect(h.client.connection).toBe("open");
+    expect(h.client.canCommand).toBe(true);
+  });
+
+  it("a token refused again and again backs off further each time (no busy loop), asking for a new one each time", async () => {
+    const h = await started();
+    for (let i = 0; i < 5; i++) {
+      h.events().close({ opened: false, kind: "unauthenticated", reason: "401" });
+      await h.clock.advance(20_000);
+    }
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t2", "t3", "t4", "t5", "t6"]);
+    const g = gaps(h);
+    for (let i = 1; i < g.length; i++) expect(g[i]!).toBeGreaterThan(g[i - 1]!);
+  });
+
+  it("Socket.IO's refusal after connecting (open, then unauthenticated) does not reset the backoff", async () => {
+    const h = await started();
+    for (let i = 0; i < 4; i++) {
+      h.events().open();
+      h.events().close({ opened: true, kind: "unauthenticated", code: "UNAUTHENTICATED", reason: "token refused" });
+      await h.clock.advance(20_000);
+    }
+    const g = gaps(h);
+    expect(g).toHaveLength(4);
+    for (let i = 1; i < g.length; i++) expect(g[i]!).toBeGreaterThan(g[i - 1]!);
+    expect(h.tokensAsked()).toBe(5);
+  });
+
+  it("a handshake refused without a reason (a browser hides the status) asks for a new token too", async () => {
+    const h = await started();
+    h.events().close({ opened: false, kind: "refused", reason: "handshake refused" });
+    await h.clock.advance(1000);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t2"]);
+  });
+
+  it("a full server (unavailable) is retried with the same token, not before its Retry-After", async () => {
+    const h = await started();
+    h.events().close({ opened: false, kind: "unavailable", status: 503, retryAfterMs: 5000, reason: "503" });
+    await h.clock.advance(4900);
+    expect(h.connects).toHaveLength(1);
+    await h.clock.advance(200);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t1"]);
+    expect(h.tokensAsked()).toBe(1);
+  });
+
+  it("an unreachable server (network, timeout) is retried with the same token", async () => {
+    const h = await started();
+    h.events().close({ opened: false, kind: "network", reason: "ECONNREFUSED" });
+    await h.clock.advance(1000);
+    h.events().close({ opened: false, kind: "timeout", reason: "no handshake" });
+    await h.clock.advance(2000);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t1", "t1"]);
+  });
+
+  it("a transport written before `kind` existed: a handshake that never opened is taken as refused", async () => {
+    const h = await started();
+    (h.events().close as (info: { opened: boolean; reason: string }) => void)({ opened: false, reason: "401" });
+    await h.clock.advance(1000);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t2"]);
+    expect(h.client.lastClose?.kind).toBe("refused");
+  });
+
+  it("no WebSocket implementation (unsupported) stops the client instead of retrying", async () => {
+    const h = await started();
+    h.events().close({ opened: false, kind: "unsupported", reason: "no WebSocket" });
+    await h.clock.advance(60_000);
+    expect(h.connects).toHaveLength(1);
+    expect(h.stopped).toEqual(["NO_WEBSOCKET"]);
+    expect(h.client.stopped).toBe("NO_WEBSOCKET");
+  });
+
+  it("a reauthenticate error on an open connection gets a new token after a backoff", async () => {
+    const h = await started();
+    h.events().open();
+    h.answer(0);
+    h.client.receive({ protocolVersion: 1, type: "game.error", code: "UNAUTHENTICATED", messageKey: "error.unauthenticated", recovery: "reauthenticate" });
+    expect(h.client.connection).toBe("closed");
+    expect(h.client.lastClose?.kind).toBe("unauthenticated");
+    expect(h.connects).toHaveLength(1);
+    await h.clock.advance(1000);
+    expect(h.connects.map((c) => c.token)).toEqual(["t1", "t2"]);
+  });
+
+  it("the transport gets the WebSocket implementation and the connect timeout", async () => {
+    class MyWebSocket {
+      readyState = 0;
+      onopen = null;
+      onmessage = null;
+      onerror = null;
+      onclose = null;
+      send() {}
+      close() {}
+    }
+    const connects: (TransportOptions | undefined)[] = [];
+    const client = new MatchClient({
+      baseUrl: "http://x",
+      matchId: MATCH,
+      principal: "alice",
+      accept: [],
+      getToken: async () => "t",
+      transport: (_u, _t, _e, options) => (connects.push(options), { send: () => false, close: () => {} }),
+      webSocket: MyWebSocket,
+      connectTimeoutMs: 1234,
+      clock: new FakeClock(),
+    });
+    client.start();
+    await flush();
+    expect(connects).toEqual([{ webSocket: MyWebSocket, connectTimeoutMs: 1234 }]);
   });
 });

@@ -1,9 +1,11 @@
 // The client library as platform developers get it: `npm run pack:lib` builds the package
 // `@juegoland/client` (scripts/pack-lib.mjs); it is installed from its tarball into a fresh
-// project, which runs it under plain Node (no bundler, no TypeScript) and type-checks
-// README.md's example (test/readme.example.ts) against the package's own declarations.
+// project, which runs it under plain Node (no bundler, no TypeScript, no global WebSocket on
+// Node 20: the package's optional `ws` comes with it) and type-checks README.md's example
+// (test/readme.example.ts) against the package's own declarations. Against the real server,
+// services/juegoland/tests/it/client_library.rs does more with the same tarball.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
@@ -18,6 +20,23 @@ import { MatchClient, memoryPendingStore } from "@juegoland/client";
 import { Coordinator } from "@juegoland/client/present";
 import { GAMES } from "@juegoland/client/games";
 
+// Nothing listens on port 9: each transport's attempt ends in a typed close, not a throw.
+const closes = [];
+for (const transport of ["websocket", "socketio"]) {
+  const c = new MatchClient({
+    baseUrl: "http://127.0.0.1:9",
+    matchId: "00000000-0000-4000-8000-000000000001",
+    principal: "alice",
+    accept: [],
+    getToken: async () => "token",
+    transport,
+    listener: { disconnected: (info) => closes.push([transport, info.kind, info.opened]) },
+  });
+  c.start();
+  const deadline = Date.now() + 10000;
+  while (c.lastClose === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  c.close();
+}
 const client = new MatchClient({
   baseUrl: "http://127.0.0.1:9",
   matchId: "00000000-0000-4000-8000-000000000001",
@@ -37,7 +56,7 @@ coord.receive({ revision: 1 }, [], false);
 coord.receive({ revision: 2 }, [], true);
 await new Promise((r) => setTimeout(r, 50));
 const games = Object.fromEntries(Object.entries(GAMES).map(([id, g]) => [id, typeof g.buildTransitionPlan]));
-console.log(JSON.stringify({ pending: client.pending, settled, games }));
+console.log(JSON.stringify({ pending: client.pending, settled, games, closes }));
 `;
 
 it("installs from its tarball, runs under Node and type-checks README.md's example", { timeout: 180_000 }, async () => {
@@ -45,12 +64,19 @@ it("installs from its tarball, runs under Node and type-checks README.md's examp
   const project = join(dir, "project");
   execFileSync("mkdir", ["-p", project]);
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "platform", private: true, type: "module" }));
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: project, stdio: "pipe" });
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefer-offline", tarball], { cwd: project, stdio: "pipe" });
+  const manifest = JSON.parse(readFileSync(join(project, "node_modules/@juegoland/client/package.json"), "utf8"));
+  expect(manifest.optionalDependencies, "the package's one dependency: ws, optional (Node 20's WebSocket)").toEqual({ ws: expect.stringMatching(/^\^8\./) });
+  expect(existsSync(join(project, "node_modules/ws/package.json")), "ws is installed with the package").toBe(true);
 
   // Runs: each entry point loads, the coordinator settles a live transition in order.
   writeFileSync(join(project, "run.mjs"), RUN);
   const out = JSON.parse(execFileSync(process.execPath, ["run.mjs"], { cwd: project, encoding: "utf8" }));
   expect(out.pending).toBeNull();
+  expect(out.closes).toEqual([
+    ["websocket", "network", false],
+    ["socketio", "network", false],
+  ]);
   expect(out.settled).toEqual([
     [1, "sync"],
     [2, "plan"],

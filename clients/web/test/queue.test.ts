@@ -163,7 +163,7 @@ describe("queue commands", () => {
     const old = h.client.command("move", { direction: "east" })!;
     h.clock.time += 1500;
     const fresh = h.client.command("move", { direction: "south" })!;
-    h.events().close({ opened: true, reason: "network" });
+    h.events().close({ opened: true, kind: "closed", reason: "network" });
     await h.clock.advance(700);
     h.events().open();
     const asked = h.sent.filter((m) => m.type === "game.command-status").map((m) => (m as { commandId: string }).commandId);

@@ -9,13 +9,14 @@
 //! matches. Each `game.sync` starts a subscription (`subscription.rs`) that the loop owns: an
 //! unsubscribe, or the end of the loop, stops it. A client has at most one `match` or `actor`
 //! board command pending per match (another one is answered COMMAND_PENDING); `queue`
-//! commands (real-time input) may be several in flight, bounded by the match's FIFO (a full
-//! one answers RATE_LIMITED), and each runs in its own task, so two sent back to back may
-//! reach the match in either order (a client that needs its own order waits for each
-//! receipt); a command or a status read
-//! runs in a task of its own until the match API answers it (the API bounds each call by its
-//! timeout), so that an answer in flight still reaches the transport's writer, which ends once
-//! every clone of the outbox is gone. The loop ends when the client closes, when its outbox
+//! commands (real-time input) may be several sent at once. Whatever their policy, the
+//! commands of one connection for one match reach the match in the order of their frames
+//! ([`Lane`]): each goes to the match once the one before it was answered, so a held arrow
+//! key moves the player along the path it was pressed for, through one process or a cluster
+//! (a lane holds at most [`LANE_DEPTH`] unanswered commands; the next is answered
+//! RATE_LIMITED). A command or a status read runs in a task of its own until the match API
+//! answers it (the API bounds each call by its timeout), so that an answer in flight still
+//! reaches the transport's writer, which ends once every clone of the outbox is gone. The loop ends when the client closes, when its outbox
 //! overflows, when it keeps sending over its rate or when the gateway shuts down ([`Ended`]).
 //! A spectator's bearer may only sync the match its grant names; an agent's bearer (`Scope::Agent`) may only sync, command and read
 //! receipts of the match its grant names (its principal, `agent:<seat>`, makes the match treat
@@ -79,6 +80,34 @@ impl RateLimit {
             self.strikes += 1.0;
             if self.strikes > self.sustained { Rate::Sustained } else { Rate::Limited }
         }
+    }
+}
+
+/// How many commands of one connection for one match may wait unanswered at the edge: a
+/// held key's repeats for a second or more (the connection's rate limit bounds the rest).
+pub(crate) const LANE_DEPTH: usize = 64;
+
+/// The commands of one connection for one match, in frame order. Each command's task waits
+/// for the one sent before it to be answered (`last`) before it calls the match, so the
+/// match receives them in the order the client sent them, whichever path reaches it (the
+/// host's mailbox in process, a gRPC call to the owner in a cluster): spawned tasks alone
+/// run in any order.
+struct Lane {
+    /// Resolves (closed) once the newest command of the lane was answered.
+    last: tokio::sync::oneshot::Receiver<()>,
+    /// The lane's commands not answered yet.
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Lane {
+    fn new() -> Self {
+        let (done, last) = tokio::sync::oneshot::channel();
+        drop(done);
+        Lane { last, waiting: Arc::default() }
+    }
+
+    fn waiting(&self) -> usize {
+        self.waiting.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -146,6 +175,7 @@ pub(crate) async fn serve_frames(
     let mut frames = std::pin::pin!(frames);
     let mut subscriptions: HashMap<String, Subscription> = HashMap::new();
     let pending: Arc<pending::PendingSet> = Arc::default();
+    let mut lanes: HashMap<Uuid, Lane> = HashMap::new();
     let limits = &gateway.config.limits;
     let mut limit = RateLimit::new(limits.messages_per_second, limits.burst, limits.sustained_refusals);
     let shutdown = gateway.config.shutdown.clone();
@@ -275,14 +305,35 @@ pub(crate) async fn serve_frames(
                     out.send(&e.into());
                     continue;
                 }
+                // Lanes with nothing in flight are forgotten.
+                lanes.retain(|_, lane| lane.waiting() > 0);
+                let lane = lanes.entry(match_id).or_insert_with(Lane::new);
+                if lane.waiting() >= LANE_DEPTH {
+                    if !queued {
+                        pending.remove(match_id);
+                    }
+                    gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
+                    let e =
+                        ErrorMessage::new(ErrorCode::RateLimited).with_match_id(match_id).with_command_id(command_id);
+                    out.send(&e.into());
+                    continue;
+                }
+                lane.waiting.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                let (done, next) = tokio::sync::oneshot::channel::<()>();
+                let before = std::mem::replace(&mut lane.last, next);
+                let waiting = lane.waiting.clone();
                 let (gateway, principal, out, pending) =
                     (gateway.clone(), principal.clone(), out.clone(), pending.clone());
                 tokio::spawn(async move {
+                    // Closed once the command before it was answered.
+                    let _ = before.await;
                     let answer = command(&gateway, &principal, envelope).await;
+                    waiting.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
                     if !queued {
                         pending.remove(match_id);
                     }
                     out.send(&answer);
+                    drop(done);
                 });
             }
             ClientMessage::CommandStatus(req) => {
@@ -406,6 +457,75 @@ mod tests {
         let ended = serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out).await;
         assert_eq!(ended, Ended::Closed);
         assert_eq!(writer.await.unwrap(), 40);
+    }
+
+    /// Found by a player holding an arrow key in Laberinto: each command ran in its own task,
+    /// so a burst of `queue` commands reached the match scrambled (a path walked out of
+    /// order, legal moves rejected as walls). Here the first command's way to the match is
+    /// the longest; they still arrive in the order sent, on each match, while the lane of
+    /// one match does not hold up another's.
+    #[tokio::test]
+    async fn a_connection_s_commands_reach_each_match_in_the_order_sent() {
+        let h = Harness::new(GatewayConfig::default());
+        let other = Uuid::from_u128(0x07e1);
+        let command = |match_id: Uuid, i: u8| {
+            let id = Uuid::from_u128(0xc0de_0000 + u128::from(i));
+            let text = serde_json::json!({
+                "protocolVersion": 1, "type": "game.command", "matchId": match_id, "commandId": id,
+                "precondition": {"kind": "queue"}, "action": {"type": "move", "payload": {}}
+            });
+            (id, Frame::Text { bytes: Bytes::from(text.to_string()), named: None })
+        };
+        let mut sent = Vec::new();
+        let mut frames = Vec::new();
+        for i in 0..8 {
+            let (id, frame) = command(h.match_id, i);
+            sent.push(id);
+            frames.push(frame);
+        }
+        let (elsewhere, frame) = command(other, 9);
+        frames.push(frame);
+        let (out, mut rx) = Outbox::channel(64);
+        let frames = futures::stream::iter(frames).chain(futures::stream::pending());
+        let connection = tokio::spawn(serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out));
+        for _ in 0..9 {
+            tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.expect("every command answered");
+        }
+        let arrived = h.matches.commands.lock().unwrap().clone();
+        let here: Vec<Uuid> = arrived.iter().copied().filter(|id| *id != elsewhere).collect();
+        assert_eq!(here, sent, "one match's commands arrive in the order sent");
+        // The other match's command (a short way) did not wait behind the first match's lane.
+        let position = arrived.iter().position(|id| *id == elsewhere).unwrap();
+        assert!(position < 7, "another match's lane waited: {arrived:?}");
+        connection.abort();
+    }
+
+    /// A lane holds at most [`LANE_DEPTH`] unanswered commands: the next is RATE_LIMITED (to
+    /// be sent again), and never reaches the match.
+    #[tokio::test]
+    async fn a_lane_full_of_unanswered_commands_refuses_the_next() {
+        let h = Harness::new(GatewayConfig::default());
+        let frames: Vec<Frame> = (0..=LANE_DEPTH as u128)
+            .map(|i| {
+                let text = serde_json::json!({
+                    "protocolVersion": 1, "type": "game.command", "matchId": h.match_id,
+                    "commandId": Uuid::from_u128(0xfeed_0000 + i),
+                    "precondition": {"kind": "queue"}, "action": {"type": "move", "payload": {}}
+                });
+                Frame::Text { bytes: Bytes::from(text.to_string()), named: None }
+            })
+            .collect();
+        let (out, mut rx) = Outbox::channel(64);
+        let frames = futures::stream::iter(frames).chain(futures::stream::pending());
+        let connection = tokio::spawn(serve_frames(h.gateway.clone(), Bearer::seats("alice"), frames, out));
+        let mut limited = 0;
+        for _ in 0..=LANE_DEPTH {
+            let answer = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.expect("an answer").unwrap();
+            limited += usize::from(answer.text.as_str().contains("RATE_LIMITED"));
+        }
+        assert_eq!(limited, 1);
+        assert_eq!(h.matches.commands.lock().unwrap().len(), LANE_DEPTH);
+        connection.abort();
     }
 
     #[tokio::test]

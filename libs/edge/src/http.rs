@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
@@ -49,6 +50,8 @@ struct Inner {
     registry: prometheus::Registry,
     /// Whether the dev-only routes (token minting) are served.
     dev: bool,
+    /// Whether `/metrics` is served here (else on a listener of its own: [`ops_router`]).
+    metrics: bool,
     platform_api: bool,
     /// The bearer token the platform back end must present on platform calls; `None` leaves
     /// them open (dev profile only).
@@ -67,7 +70,13 @@ struct Inner {
 /// Options of the edge.
 #[derive(Clone, Default)]
 pub struct EdgeOptions {
+    /// Serve `POST /v1/dev/tokens`, which mints a token for any principal: only the
+    /// all-in-one's `dev` profile, and never together with a platform token (a server that
+    /// guards its platform API hands out no tokens: the route is then not served at all).
     pub dev: bool,
+    /// Serve `/metrics` on this listener (behind the platform token when one is set). Off
+    /// where the process serves metrics on a listener of its own (`--metrics-http`).
+    pub metrics: bool,
     /// Whether the platform's calls (create, withdraw) are served here: by the all-in-one
     /// and the routers, not by gateways.
     pub platform_api: bool,
@@ -105,7 +114,8 @@ impl EdgeState {
                 tokens,
                 gateway,
                 registry,
-                dev: options.dev,
+                dev: options.dev && options.platform_token.is_none(),
+                metrics: options.metrics,
                 platform_api: options.platform_api,
                 platform_token: options.platform_token,
                 packages: options.packages,
@@ -134,9 +144,11 @@ pub fn router(state: EdgeState) -> Router {
         .route("/assets/{*path}", get(client_file))
         .route("/games/{*path}", get(client_file))
         .route("/v1/games", get(games))
-        .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }));
+    if state.inner.metrics {
+        r = r.route("/metrics", get(metrics));
+    }
     if state.inner.platform_api {
         r = r
             .route("/v1/matches", post(create_match).get(list_matches))
@@ -366,12 +378,69 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
 
+/// A platform call's credential, checked before anything else of the request is read: the
+/// platform token as a bearer (`Authorization: Bearer <token>`) where one is set; anyone
+/// otherwise (the dev profile). Refused: `401 UNAUTHENTICATED`.
+struct Platform;
+
+impl FromRequestParts<EdgeState> for Platform {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &EdgeState) -> Result<Self, Problem> {
+        platform_authorized(state, &parts.headers).map(|()| Platform)
+    }
+}
+
 fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Problem> {
     match &state.inner.platform_token {
         None => Ok(()),
-        Some(expected) if bearer(headers) == Some(expected.as_str()) => Ok(()),
-        Some(_) => Err(problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "platform token required")),
+        Some(expected) if bearer(headers).is_some_and(|b| same_secret(b, expected)) => Ok(()),
+        Some(_) => Err(problem(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "this call needs the platform token (Authorization: Bearer <platform token>)",
+        )),
     }
+}
+
+/// Whether `given` is `expected`, in a time that does not depend on where they differ.
+fn same_secret(given: &str, expected: &str) -> bool {
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// A request body the JSON routes accept: one declared `application/json` (parameters such
+/// as `charset` allowed), or an empty one without a content type (a POST with no body). Any
+/// other content type — a form, `text/plain`, a body without one — is `415
+/// UNSUPPORTED_MEDIA_TYPE`, before the body is read: a cross-site form or a simple
+/// `fetch` can never call the platform API.
+struct JsonBody(Bytes);
+
+impl FromRequest<EdgeState> for JsonBody {
+    type Rejection = Response;
+
+    async fn from_request(request: axum::extract::Request, state: &EdgeState) -> Result<Self, Response> {
+        let declared = request.headers().get(header::CONTENT_TYPE).map(|v| v.to_str().map(is_json_media_type));
+        if matches!(declared, Some(Ok(false) | Err(_))) {
+            return Err(unsupported_media_type().into_response());
+        }
+        let body = Bytes::from_request(request, state).await.map_err(IntoResponse::into_response)?;
+        if declared.is_none() && !body.is_empty() {
+            return Err(unsupported_media_type().into_response());
+        }
+        Ok(JsonBody(body))
+    }
+}
+
+/// Whether a `Content-Type` value is JSON's media type (`application/json`, any case, any
+/// parameters).
+fn is_json_media_type(value: &str) -> bool {
+    value.split(';').next().is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn unsupported_media_type() -> Problem {
+    let message = "the body must be JSON, sent with Content-Type: application/json";
+    problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE", message).at("Content-Type")
 }
 
 /// The web client's embedded files (`assets.rs`): `/`, `/assets/…`, `/games/…`.
@@ -530,8 +599,11 @@ fn empty_object() -> Value {
     json!({})
 }
 
-async fn create_match(State(state): State<EdgeState>, headers: HeaderMap, body: Bytes) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
+async fn create_match(
+    State(state): State<EdgeState>,
+    _: Platform,
+    JsonBody(body): JsonBody,
+) -> Result<Response, Problem> {
     let req: CreateMatch = strict(&body)?;
     let game = GameChoice { id: req.game, rules_version: req.rules_version, package_version: req.package_version };
     let seats = req
@@ -594,11 +666,10 @@ fn original_pace() -> u32 {
 /// script; spectators follow it like any match (`POST /v1/matches/{new}/spectators`).
 async fn create_replay(
     State(state): State<EdgeState>,
+    _: Platform,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
     let source = match_id(&id)?;
     let req: CreateReplay = if body.is_empty() { CreateReplay { speed_percent: 100 } } else { strict(&body)? };
     let created = state
@@ -614,12 +685,7 @@ async fn create_replay(
 
 /// `GET /v1/matches/{id}`: the match as the platform reads it without a seat — status,
 /// seats and their controllers, revision, result, pinned versions; never its position.
-async fn describe(
-    State(state): State<EdgeState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
+async fn describe(State(state): State<EdgeState>, _: Platform, Path(id): Path<String>) -> Result<Response, Problem> {
     let match_id = match_id(&id)?;
     let summary = state.inner.matches.describe(match_id).await.map_err(|e| match_problem(e, Some(match_id)))?;
     Ok(Json(summary).into_response())
@@ -641,10 +707,9 @@ struct ListQuery {
 /// following page while a page is full.
 async fn list_matches(
     State(state): State<EdgeState>,
-    headers: HeaderMap,
+    _: Platform,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
     let Some(directory) = state.inner.directory.clone() else {
         return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process lists no matches"));
     };
@@ -668,10 +733,9 @@ struct FeedQuery {
 /// page; `next` is where to resume. At least once: an event keeps its `id` on every delivery.
 async fn feed(
     State(state): State<EdgeState>,
-    headers: HeaderMap,
+    _: Platform,
     query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, Problem> {
-    platform_authorized(&state, &headers)?;
     let Some(directory) = state.inner.directory.clone() else {
         return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process serves no feed"));
     };
@@ -706,33 +770,31 @@ struct Cancel {
 /// `POST /v1/matches/{id}/withdrawals` `{seat}`: withdraws a seat.
 async fn withdraw(
     state: State<EdgeState>,
+    _: Platform,
     id: Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
-    lifecycle(state, id, &headers, &body, |req: Withdraw| LifecycleRequest::Withdraw { seat: req.seat }).await
+    lifecycle(state, id, &body, |req: Withdraw| LifecycleRequest::Withdraw { seat: req.seat }).await
 }
 
 /// `POST /v1/matches/{id}/cancellation` `{reasonCode}`: cancels the match (no winners).
 async fn cancel(
     state: State<EdgeState>,
+    _: Platform,
     id: Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
-    lifecycle(state, id, &headers, &body, |req: Cancel| LifecycleRequest::Cancel { reason_code: req.reason_code }).await
+    lifecycle(state, id, &body, |req: Cancel| LifecycleRequest::Cancel { reason_code: req.reason_code }).await
 }
 
-/// A platform lifecycle operation with its JSON body `B`; answers `{revision}` (the revision
-/// it produced).
+/// A platform lifecycle operation with its JSON body `B` (the caller checked the platform
+/// token); answers `{revision}` (the revision it produced).
 async fn lifecycle<B: for<'de> Deserialize<'de>>(
     State(state): State<EdgeState>,
     Path(id): Path<String>,
-    headers: &HeaderMap,
     body: &[u8],
     request: impl FnOnce(B) -> LifecycleRequest,
 ) -> Result<Response, Problem> {
-    platform_authorized(&state, headers)?;
     let match_id = match_id(&id)?;
     let request = request(strict(body)?);
     let revision =
@@ -750,14 +812,13 @@ async fn lifecycle<B: for<'de> Deserialize<'de>>(
 /// platform's identity service mints the same claim itself.
 async fn grant_spectator(
     State(state): State<EdgeState>,
+    _: Platform,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Grant {}
-    platform_authorized(&state, &headers)?;
     let match_id = match_id(&id)?;
     if !body.is_empty() {
         let Grant {} = strict(&body)?;
@@ -790,16 +851,15 @@ async fn grant_spectator(
 /// process only verifies tokens (there the platform's identity service mints the same claim).
 async fn grant_agent(
     State(state): State<EdgeState>,
+    _: Platform,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Grant {
         seat: String,
     }
-    platform_authorized(&state, &headers)?;
     let match_id = match_id(&id)?;
     let Grant { seat } = strict(&body)?;
     if !state.inner.tokens.can_issue() {
@@ -861,7 +921,7 @@ struct TokenRequest {
     principal: String,
 }
 
-async fn dev_token(State(state): State<EdgeState>, body: Bytes) -> Result<Response, Problem> {
+async fn dev_token(State(state): State<EdgeState>, JsonBody(body): JsonBody) -> Result<Response, Problem> {
     let req: TokenRequest = strict(&body)?;
     let reserved = juegoland_core::state::RESERVED_PREFIXES;
     if req.principal.is_empty() || req.principal.len() > 128 || reserved.iter().any(|p| req.principal.starts_with(p)) {
@@ -889,9 +949,13 @@ async fn ws(
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let token = bearer(&headers).map(str::to_owned).or(q.access_token);
-    let Some(bearer) = token.and_then(|t| state.inner.tokens.verify(&t).ok()) else {
-        let message = "a valid token is required (Authorization: Bearer or ?access_token=); get a new one";
-        return problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message).into_response();
+    let verified = match &token {
+        Some(token) => state.inner.tokens.authenticate(token).await.map_err(Some),
+        None => Err(None),
+    };
+    let bearer = match verified {
+        Ok(bearer) => bearer,
+        Err(refused) => return unauthenticated(refused).into_response(),
     };
     let Some(gateway) = state.inner.gateway.clone() else {
         return no_route(Method::GET, Uri::from_static("/v1/ws")).await.into_response();
@@ -932,7 +996,28 @@ async fn ws(
         .on_upgrade(move |socket| crate::ws::serve(gateway, bearer, socket, permit))
 }
 
-async fn metrics(State(state): State<EdgeState>) -> Response {
+/// `401 UNAUTHENTICATED` for a connection without a valid token: the message says why (the
+/// reason class of [`TokenError`], or that there was none), and so does `WWW-Authenticate`
+/// (RFC 6750: `Bearer error="invalid_token", error_description="expired"`), so a client can
+/// tell an expired token, to renew, from a misconfigured one.
+fn unauthenticated(refused: Option<crate::auth::TokenError>) -> Response {
+    let (message, challenge) = match refused {
+        Some(e) => (
+            format!("{e} ({}): get a new token", e.reason()),
+            format!("Bearer error=\"invalid_token\", error_description=\"{}\"", e.reason()),
+        ),
+        None => ("a token is required (Authorization: Bearer or ?access_token=)".to_owned(), "Bearer".to_owned()),
+    };
+    let mut response = problem(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message).into_response();
+    if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// `GET /metrics` (where this listener serves them): the process's metrics, behind the
+/// platform token when one is set.
+async fn metrics(State(state): State<EdgeState>, _: Platform) -> Response {
     let families = state.inner.registry.gather();
     let mut out = String::new();
     match prometheus::TextEncoder::new().encode_utf8(&families, &mut out) {

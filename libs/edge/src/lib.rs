@@ -32,7 +32,7 @@ mod sio;
 mod subscription;
 mod ws;
 
-pub use auth::Tokens;
+pub use auth::{KeySet, TokenError, Tokens, Verification};
 pub use gateway::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig};
 pub use http::{EdgeOptions, EdgeState, router};
 pub use limits::{EdgeLimits, Refusal, RemoteAddr};

@@ -93,8 +93,23 @@ pub(crate) async fn authenticate(State(tokens): State<Tokens>, mut request: Requ
         response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         response
     };
-    let Some(bearer) = token.and_then(|t| tokens.verify(t).ok()) else {
-        return refuse(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "an agent's grant is required as the bearer token");
+    let verified = match token {
+        Some(token) => tokens.authenticate(token).await.map_err(Some),
+        None => Err(None),
+    };
+    let bearer = match verified {
+        Ok(bearer) => bearer,
+        Err(Some(e)) => {
+            let message = format!("{e} ({}): an agent's grant is required as the bearer token", e.reason());
+            return refuse(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", &message);
+        }
+        Err(None) => {
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "an agent's grant is required as the bearer token",
+            );
+        }
     };
     let Some((match_id, seat)) = bearer.agent() else {
         return refuse(StatusCode::FORBIDDEN, "FORBIDDEN", "only an agent's grant plays through the MCP server");

@@ -60,7 +60,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tracing::{debug, warn};
 
-use crate::auth::{Bearer, Tokens};
+use crate::auth::{Bearer, TokenError, Tokens};
 use crate::connection::{Ended, Frame, serve_frames};
 use crate::gateway::Gateway;
 use crate::limits::{Permit, Refusal, RemoteAddr};
@@ -113,9 +113,9 @@ struct Connect {
 /// The type marker of [`Connect`] as a socketioxide connect handler.
 struct Handshake;
 
-/// Marks a socket whose handshake carried no valid token.
+/// Marks a socket whose handshake carried no valid token, and why (none at all: `None`).
 #[derive(Clone)]
-struct Unauthenticated;
+struct Unauthenticated(Option<TokenError>);
 
 impl ConnectHandler<LocalAdapter, Handshake> for Connect {
     /// Runs before the CONNECT packet goes out: a valid token starts the connection here, so
@@ -125,40 +125,49 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
         socket: Arc<Sock>,
         auth: &'a Option<Value>,
     ) -> Pin<Box<dyn Future<Output = Result<(), Box<dyn Display + Send>>> + Send + 'a>> {
-        match bearer(&self.tokens, auth.as_ref()) {
-            Some(bearer) => {
-                let gateway = &self.gateway;
-                let address = socket.req_parts().extensions.get::<RemoteAddr>().map(|r| r.0);
-                match gateway.connections.open(&gateway.config.limits, address) {
-                    Ok(permit) => start(gateway.clone(), bearer, &socket, permit),
-                    Err(refusal) => {
-                        // A `connect_error` packet with this message; the client retries later.
-                        refusal.count(&gateway.metrics.refused);
-                        let message = match refusal {
-                            Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
-                            Refusal::AbusiveAddress => {
-                                "RATE_LIMITED: connections from this address were closed for abuse too often; retry later"
-                            }
-                            _ => "UNAVAILABLE: this gateway is full; retry later",
-                        };
-                        return Box::pin(async move { Err(Box::new(message) as Box<dyn Display + Send>) });
-                    }
+        Box::pin(async move {
+            let bearer = match bearer(&self.tokens, auth.as_ref()).await {
+                Ok(bearer) => bearer,
+                Err(refused) => {
+                    socket.extensions.insert(Unauthenticated(refused));
+                    return Ok(());
+                }
+            };
+            let gateway = &self.gateway;
+            let address = socket.req_parts().extensions.get::<RemoteAddr>().map(|r| r.0);
+            match gateway.connections.open(&gateway.config.limits, address) {
+                Ok(permit) => {
+                    start(gateway.clone(), bearer, &socket, permit);
+                    Ok(())
+                }
+                Err(refusal) => {
+                    // A `connect_error` packet with this message; the client retries later.
+                    refusal.count(&gateway.metrics.refused);
+                    let message = match refusal {
+                        Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
+                        Refusal::AbusiveAddress => {
+                            "RATE_LIMITED: connections from this address were closed for abuse too often; retry later"
+                        }
+                        _ => "UNAVAILABLE: this gateway is full; retry later",
+                    };
+                    Err(Box::new(message) as Box<dyn Display + Send>)
                 }
             }
-            None => {
-                socket.extensions.insert(Unauthenticated);
-            }
-        }
-        Box::pin(async { Ok(()) })
+        })
     }
 
     /// Runs once the socket is connected: one without a valid token gets UNAUTHENTICATED, as
-    /// a `game.error` event, and is disconnected.
+    /// a `game.error` event whose message key says why (`error.unauthenticated.expired`, …;
+    /// `error.unauthenticated` without a token), and is disconnected.
     fn call(&self, socket: Arc<Sock>, _auth: Option<Value>) {
-        if socket.extensions.get::<Unauthenticated>().is_none() {
+        let Some(Unauthenticated(refused)) = socket.extensions.get::<Unauthenticated>() else {
             return;
+        };
+        let mut error = ErrorMessage::new(ErrorCode::Unauthenticated);
+        if let Some(reason) = refused {
+            error.message_key = format!("{}.{}", error.message_key, reason.reason());
         }
-        let e = juegoland_protocol::encode(&ErrorMessage::new(ErrorCode::Unauthenticated).into());
+        let e = juegoland_protocol::encode(&error.into());
         match RawValue::from_string(e) {
             Ok(message) => {
                 if let Err(e) = socket.emit(ErrorMessage::TYPE, &message) {
@@ -171,15 +180,16 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
     }
 }
 
-/// The bearer of the handshake's `auth.token`, if it is a valid token.
-fn bearer(tokens: &Tokens, auth: Option<&Value>) -> Option<Bearer> {
+/// The bearer of the handshake's `auth.token`; `Err(None)` without one.
+async fn bearer(tokens: &Tokens, auth: Option<&Value>) -> Result<Bearer, Option<TokenError>> {
     /// The handshake's auth object; other fields are the client's business.
     #[derive(Deserialize)]
     struct Auth {
         token: Option<String>,
     }
-    let auth: Auth = serde_json::from_str(auth?.as_str()?).ok()?;
-    tokens.verify(&auth.token?).ok()
+    let auth: Option<Auth> = auth.and_then(|a| serde_json::from_str(a.as_str()?).ok());
+    let Some(token) = auth.and_then(|a| a.token) else { return Err(None) };
+    tokens.authenticate(&token).await.map_err(Some)
 }
 
 /// Starts the protocol loop of an authenticated socket: its event handlers feed the loop,

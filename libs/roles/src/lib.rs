@@ -19,6 +19,7 @@
 //! and `store.commit` follow, and the commit's context travels on with its publications to
 //! every gateway's `gateway.deliver`, so one command is one trace across the processes.
 
+pub mod jwks;
 mod node;
 mod packages;
 mod router;
@@ -33,7 +34,8 @@ pub use packages::PublishedDir;
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    ClientEdgeArgs, EdgeLimitsArgs, GatewayConfig, NodeConfig, RouterConfig, RoutingConfig, SchedulerConfig,
-    WebhookConfig, register_process_metrics, run_gateway, run_node, run_router, run_scheduler,
+    ClientEdgeArgs, EdgeLimitsArgs, GatewayConfig, MetricsArgs, NodeConfig, RouterConfig, RoutingConfig,
+    SchedulerConfig, TokenArgs, WebhookConfig, ops_routes, register_process_metrics, run_gateway, run_node, run_router,
+    run_scheduler,
 };
 pub use webhooks::{WebhookMetrics, WebhookOptions, Webhooks};

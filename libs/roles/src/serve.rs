@@ -95,9 +95,12 @@ pub struct RouterConfig {
     /// Address the router's gRPC server listens on.
     #[arg(long, env = "JUEGOLAND_GRPC", default_value = "127.0.0.1:7000")]
     pub grpc: SocketAddr,
-    /// Address of the HTTP server: the platform API, /metrics, /healthz, /readyz.
+    /// Address of the HTTP server: the platform API, /healthz, /readyz (and /metrics, behind
+    /// the platform token, unless --metrics-http serves them).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     #[command(flatten)]
     pub routing: RoutingConfig,
     /// Bearer token the platform must present on create/withdraw; open when unset.
@@ -108,6 +111,44 @@ pub struct RouterConfig {
     /// `…/{version}/{path}`). Without it those paths are not served here.
     #[arg(long, env = "JUEGOLAND_REGISTRY")]
     pub registry: Option<std::path::PathBuf>,
+}
+
+/// Where a process that serves an edge (the all-in-one, a router, a gateway) serves its
+/// metrics. A listener of their own is the production practice: a port no public Service
+/// or Ingress exposes, scraped from inside the cluster (the chart does this).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MetricsArgs {
+    /// Address of a listener of the process's own for /metrics, /healthz and /readyz; the
+    /// public listener then serves no /metrics. Unset: /metrics is served on the public
+    /// listener, behind the platform token where one is set.
+    #[arg(long, env = "JUEGOLAND_METRICS_HTTP")]
+    pub metrics_http: Option<SocketAddr>,
+}
+
+impl MetricsArgs {
+    /// Whether the public listener serves /metrics.
+    pub fn on_edge(&self) -> bool {
+        self.metrics_http.is_none()
+    }
+
+    /// Binds the metrics listener, if one is asked for, and serves [`ops_routes`] on it until
+    /// `stop` resolves; answers its address.
+    pub async fn serve(
+        &self,
+        registry: prometheus::Registry,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<Option<(SocketAddr, tokio::task::JoinHandle<()>)>> {
+        let Some(addr) = self.metrics_http else { return Ok(None) };
+        let listener = TcpListener::bind(addr).await.with_context(|| format!("bind {addr} (metrics)"))?;
+        let bound = listener.local_addr()?;
+        let routes = ops_routes(registry, Arc::new(std::sync::atomic::AtomicBool::new(true)));
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, routes).with_graceful_shutdown(stop).await {
+                error!(error = %e, "the metrics listener failed");
+            }
+        });
+        Ok(Some((bound, task)))
+    }
 }
 
 /// How a router or a gateway reaches a match's owner: the ring of live nodes from the
@@ -128,9 +169,12 @@ pub struct RoutingConfig {
 /// Settings of a gateway process.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GatewayConfig {
-    /// Address of the HTTP server: the protocol at /v1/ws, /v1/games, /metrics, /healthz.
+    /// Address of the HTTP server: the protocol at /v1/ws, /v1/games, /healthz (and
+    /// /metrics, unless --metrics-http serves them).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8090")]
     pub http: SocketAddr,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     /// Where the matches are: the gateway places them on the ring of live nodes, as the
     /// routers do, and calls their owners directly.
     #[command(flatten)]
@@ -149,10 +193,9 @@ pub struct ClientEdgeArgs {
     /// Secret that verifies client tokens (HS256), shared with whoever issues them.
     #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
     pub jwt_secret: Option<String>,
-    /// PEM public key that verifies client tokens (EdDSA, RS256 or ES256; production: only
-    /// the platform's identity service holds the private key).
-    #[arg(long, env = "JUEGOLAND_JWT_PUBLIC_KEY_FILE", conflicts_with = "jwt_secret")]
-    pub jwt_public_key_file: Option<std::path::PathBuf>,
+    /// Public keys, issuers, audiences and leeway of client tokens.
+    #[command(flatten)]
+    pub token_keys: TokenArgs,
     /// Seconds between cursors per subscription.
     #[arg(long, env = "JUEGOLAND_CURSOR_INTERVAL", default_value_t = 15)]
     pub cursor_interval: u64,
@@ -161,33 +204,86 @@ pub struct ClientEdgeArgs {
     pub limits: EdgeLimitsArgs,
 }
 
+/// How client tokens are verified besides a shared secret: the identity provider's public
+/// key or JWKS, the issuers and audiences a token must name, and the clock skew tolerated.
+/// The same flags on the all-in-one, a gateway and a node's own edge.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TokenArgs {
+    /// PEM public key that verifies client tokens (EdDSA, RS256 or ES256; production: only
+    /// the platform's identity service holds the private key).
+    #[arg(long, env = "JUEGOLAND_JWT_PUBLIC_KEY_FILE")]
+    pub jwt_public_key_file: Option<std::path::PathBuf>,
+    /// URL of the identity provider's JWKS (its public keys by `kid`, e.g.
+    /// `https://TENANT.auth0.com/.well-known/jwks.json`): read at start, every
+    /// --jwks-refresh-secs, and again when a token names a key not held (a rotation).
+    #[arg(long, env = "JUEGOLAND_JWKS_URL")]
+    pub jwks_url: Option<String>,
+    /// Seconds between two reads of the JWKS.
+    #[arg(long, env = "JUEGOLAND_JWKS_REFRESH_SECS", default_value_t = 300)]
+    pub jwks_refresh_secs: u64,
+    /// The issuers (`iss`) a token may come from, comma-separated; when set, a token must
+    /// name one. Unset: any issuer.
+    #[arg(long, env = "JUEGOLAND_JWT_ISSUER", value_delimiter = ',')]
+    pub jwt_issuer: Vec<String>,
+    /// The audiences (`aud`) a token must name one of, comma-separated. Unset: any audience,
+    /// and tokens without one.
+    #[arg(long, env = "JUEGOLAND_JWT_AUDIENCE", value_delimiter = ',')]
+    pub jwt_audience: Vec<String>,
+    /// Seconds of clock skew tolerated on a token's `exp` and `nbf`.
+    #[arg(long, env = "JUEGOLAND_JWT_LEEWAY_SECS", default_value_t = juegoland_edge::auth::DEFAULT_LEEWAY_SECS)]
+    pub jwt_leeway_secs: u64,
+}
+
+impl TokenArgs {
+    /// What verifies client tokens: `secret` (HS256, which also mints tokens valid for
+    /// `ttl_secs`), the public key's file and the JWKS, whichever are given (at least one),
+    /// with the issuers, audiences and leeway.
+    pub async fn tokens(&self, secret: Option<&[u8]>, ttl_secs: u64) -> anyhow::Result<Tokens> {
+        let mut tokens = match secret {
+            Some(secret) => Tokens::new(secret, ttl_secs).context("token keys")?,
+            None => Tokens::none(ttl_secs),
+        };
+        if let Some(path) = &self.jwt_public_key_file {
+            let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+            tokens = tokens.and_public_key(&pem).context("the token public key")?;
+        }
+        if let Some(url) = &self.jwks_url {
+            let refresh = Duration::from_secs(self.jwks_refresh_secs.max(1));
+            tokens = tokens.and_key_set(crate::jwks::JwksKeys::start(url, refresh).await?);
+        }
+        anyhow::ensure!(
+            secret.is_some() || self.jwt_public_key_file.is_some() || self.jwks_url.is_some(),
+            "serving clients needs a way to verify tokens: --jwt-secret, --jwt-public-key-file or --jwks-url"
+        );
+        Ok(tokens.verifying(juegoland_edge::Verification {
+            issuers: self.jwt_issuer.clone(),
+            audiences: self.jwt_audience.clone(),
+            leeway_secs: self.jwt_leeway_secs,
+        }))
+    }
+}
+
 impl ClientEdgeArgs {
-    /// What verifies client tokens: the public key's file, else the secret.
-    fn tokens(&self) -> anyhow::Result<Tokens> {
-        Ok(match (&self.jwt_secret, &self.jwt_public_key_file) {
-            (_, Some(path)) => {
-                let pem = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-                Tokens::with_public_key(&pem).context("the token public key")?
-            }
-            (Some(secret), None) => Tokens::new(secret.as_bytes(), 60).context("token keys")?,
-            (None, None) => anyhow::bail!(
-                "serving clients needs a token secret or public key (--jwt-secret or --jwt-public-key-file)"
-            ),
-        })
+    /// What verifies client tokens (a gateway or a node mints none it would use, so a short
+    /// lifetime).
+    async fn tokens(&self) -> anyhow::Result<Tokens> {
+        self.token_keys.tokens(self.jwt_secret.as_deref().map(str::as_bytes), 60).await
     }
 
-    /// The client edge over `matches` and `bus` (no platform API: routers serve it), and the
-    /// handle that closes its sessions.
-    fn edge(
+    /// The client edge over `matches` and `bus` (no platform API: routers serve it), serving
+    /// `/metrics` too when `metrics`, and the handle that closes its sessions.
+    async fn edge(
         &self,
         matches: Arc<dyn juegoland_api::Matches>,
         bus: Arc<dyn Bus>,
         prometheus: prometheus::Registry,
+        metrics: bool,
     ) -> anyhow::Result<(EdgeState, juegoland_edge::Shutdown)> {
-        let tokens = self.tokens()?;
+        let tokens = self.tokens().await?;
         let shutdown = juegoland_edge::Shutdown::default();
         let options = EdgeOptions {
             dev: false,
+            metrics,
             platform_api: false,
             platform_token: None,
             gateway: juegoland_edge::GatewayConfig {
@@ -492,7 +588,10 @@ pub fn register_process_metrics(registry: &prometheus::Registry, role: &str) -> 
     registry.register(Box::new(started))
 }
 
-fn health_routes(registry: prometheus::Registry, ready: Arc<std::sync::atomic::AtomicBool>) -> axum::Router {
+/// The operations listener's routes: `/healthz`, `/readyz` (503 once `ready` is false: a
+/// draining process) and `/metrics`, open to whoever reaches the listener (a port of its own,
+/// not exposed publicly).
+pub fn ops_routes(registry: prometheus::Registry, ready: Arc<std::sync::atomic::AtomicBool>) -> axum::Router {
     axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route(
@@ -531,7 +630,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
             config.redis_url.is_some(),
             "a node serving clients (--edge-http) needs --redis-url: its clients follow other nodes' matches there"
         );
-        config.clients.tokens()?;
+        config.clients.tokens().await?;
     }
     let ttl = Duration::from_millis(config.lease_ttl_ms);
     let refresh = Duration::from_millis(config.membership_refresh_ms);
@@ -654,7 +753,8 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
             RouterMetrics::new(&prometheus).context("register forwarding metrics")?,
         );
         let matches = Arc::new(Nearby { service: service.clone(), forwarder });
-        let (edge, shutdown) = config.clients.edge(matches, near, prometheus.clone())?;
+        // The node's metrics are on its own listener (--http), never on its client edge.
+        let (edge, shutdown) = config.clients.edge(matches, near, prometheus.clone(), false).await?;
         let mut stopped = edge_stopped;
         tokio::spawn(async move {
             let stop = async move {
@@ -669,7 +769,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
-    let health = health_routes(prometheus, ready.clone());
+    let health = ops_routes(prometheus, ready.clone());
     tokio::spawn(async move {
         if let Err(e) = axum::serve(http, health).await {
             error!(error = %e, "node HTTP server failed");
@@ -743,12 +843,21 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
         warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
     }
     let bus: Arc<dyn Bus> = Arc::new(redis);
-    let (edge, shutdown) = config.clients.edge(Arc::new(forwarder), bus, prometheus)?;
+    let (edge, shutdown) =
+        config.clients.edge(Arc::new(forwarder), bus, prometheus.clone(), config.metrics.on_edge()).await?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let ops = config.metrics.serve(prometheus, stop.clone().cancelled_owned()).await?;
+    let metrics_at = ops.as_ref().map(|(addr, _)| format!(" metrics http://{addr}/")).unwrap_or_default();
     info!(http = %http_addr, "gateway serving");
-    println!("gateway serving http http://{http_addr}/");
+    // Tests and scripts read this line to find the ports when started with port 0.
+    println!("gateway serving http http://{http_addr}/{metrics_at}");
     serve_clients(http, edge, shutdown, terminated()).await?;
+    stop.cancel();
+    if let Some((_, task)) = ops {
+        let _ = task.await;
+    }
     info!("gateway stopped");
     Ok(())
 }
@@ -789,6 +898,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     );
     let options = EdgeOptions {
         dev: false,
+        metrics: config.metrics.on_edge(),
         platform_api: true,
         platform_token: config.platform_token.clone(),
         packages: config.registry.clone(),
@@ -796,7 +906,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
         directory: Some(directory.clone()),
         ..EdgeOptions::default()
     };
-    let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus, options)
+    let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus.clone(), options)
         .context("register edge metrics")?;
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
@@ -811,20 +921,32 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
                 let _ = grpc_stop.wait_for(|s| *s).await;
             }),
     );
-    let mut http_stop = stop_rx;
+    let mut http_stop = stop_rx.clone();
     let web = tokio::spawn(async move {
         juegoland_edge::serve(http, edge, async move {
             let _ = http_stop.wait_for(|s| *s).await;
         })
         .await
     });
+    let mut ops_stop = stop_rx;
+    let ops = config
+        .metrics
+        .serve(prometheus, async move {
+            let _ = ops_stop.wait_for(|s| *s).await;
+        })
+        .await?;
+    let metrics_at = ops.as_ref().map(|(addr, _)| format!(" metrics http://{addr}/")).unwrap_or_default();
     info!(grpc = %grpc_addr, http = %http_addr, "router serving");
-    println!("router serving grpc http://{grpc_addr} http http://{http_addr}/");
+    // Tests and scripts read this line to find the ports when started with port 0.
+    println!("router serving grpc http://{grpc_addr} http http://{http_addr}/{metrics_at}");
     terminated().await;
     info!("router stopping");
     let _ = stop_tx.send(true);
     let _ = server.await;
     let _ = web.await;
+    if let Some((_, task)) = ops {
+        let _ = task.await;
+    }
     Ok(())
 }
 
@@ -847,7 +969,7 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let http = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let http_addr = http.local_addr()?;
-    let health = health_routes(prometheus, ready.clone());
+    let health = ops_routes(prometheus, ready.clone());
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let web = tokio::spawn(async move {
         axum::serve(http, health)

@@ -251,7 +251,8 @@ fn chart_renders_and_validates_with_its_default_values() {
             ("Deployment", 3),
             ("HorizontalPodAutoscaler", 3),
             ("PodDisruptionBudget", 4),
-            ("Service", 4),
+            // Each component's Service, and a router's and a gateway's metrics Service.
+            ("Service", 6),
             ("ServiceMonitor", 4),
             ("NetworkPolicy", 5),
             ("Job", 1),
@@ -268,6 +269,14 @@ fn chart_renders_and_validates_with_its_default_values() {
         assert!(node.has_env(env), "the node sets {env}");
     }
     assert!(!node.has_env("JUEGOLAND_EDGE_HTTP"), "nodes serve no clients by default");
+    for component in ["router", "gateway"] {
+        let c = container(&containers, component);
+        assert!(
+            c.has_env("JUEGOLAND_METRICS_HTTP"),
+            "{}: metrics on a port the public Service does not expose",
+            c.name
+        );
+    }
     assert!(container(&containers, "gateway").has_env("JUEGOLAND_JWT_SECRET"));
     let scheduler = container(&containers, "scheduler");
     assert!(scheduler.has_env("JUEGOLAND_REPLICA_ID"));

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use juegoland_actors::{Host, HostConfig, Metrics};
 use juegoland_bus::{Bus, LocalBus};
 use juegoland_core::{Engine, Registry};
-use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig, Tokens};
+use juegoland_edge::{EdgeOptions, EdgeState, GatewayConfig};
 use juegoland_roles::{Scheduler, SchedulerMetrics, SchedulerOptions};
 use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
 use tokio::net::TcpListener;
@@ -150,9 +150,11 @@ pub struct ReplayConfig {
 pub struct DevConfig {
     #[command(flatten)]
     pub store: StoreConfig,
-    /// Address of the HTTP server (page, API, WebSocket, metrics).
+    /// Address of the HTTP server (page, API, WebSocket; metrics unless --metrics-http).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
+    #[command(flatten)]
+    pub metrics: juegoland_roles::MetricsArgs,
     /// Secret that signs client tokens (HS256). By default one kept in the data directory
     /// (`dev-token-secret`, created on first start), so tokens survive restarts; a random one
     /// per start with `--in-memory`.
@@ -162,10 +164,17 @@ pub struct DevConfig {
     /// is refused from now on).
     #[arg(long, conflicts_with_all = ["jwt_secret", "in_memory"])]
     pub new_jwt_secret: bool,
+    /// Public keys, issuers, audiences and leeway of the tokens the platform's identity
+    /// provider signs (the secret above keeps verifying the tokens minted here).
+    #[command(flatten)]
+    pub token_keys: juegoland_roles::TokenArgs,
     /// Lifetime of issued dev tokens, in seconds.
     #[arg(long, env = "JUEGOLAND_TOKEN_TTL", default_value_t = 86_400)]
     pub token_ttl: u64,
-    /// Bearer token the platform must present on create/withdraw; open when unset.
+    /// Bearer token the platform back end must present on every platform call (the match
+    /// API, the feed, grants; /metrics unless --metrics-http); open when unset. With it, no
+    /// dev tokens are minted (`POST /v1/dev/tokens` is not served): players' tokens come
+    /// from the platform, signed with --jwt-secret.
     #[arg(long, env = "JUEGOLAND_PLATFORM_TOKEN")]
     pub platform_token: Option<String>,
     /// Seconds without messages before a match actor passivates.
@@ -289,6 +298,7 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     };
     let options = EdgeOptions {
         dev: true,
+        metrics: config.metrics.on_edge(),
         platform_api: true,
         platform_token: config.platform_token.clone(),
         gateway: GatewayConfig {
@@ -302,21 +312,28 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     let edge = EdgeState::new(
         Arc::new(host.clone()),
         Some(bus),
-        Tokens::new(&secret, config.token_ttl).context("token keys")?,
-        prometheus,
+        config.token_keys.tokens(Some(&secret), config.token_ttl).await?,
+        prometheus.clone(),
         options,
     )
     .context("register edge metrics")?;
     let listener = TcpListener::bind(config.http).await.with_context(|| format!("bind {}", config.http))?;
     let addr = listener.local_addr()?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let ops = config.metrics.serve(prometheus, stop.clone().cancelled_owned()).await?;
     info!(%addr, "juegoland dev is listening; open http://{addr}/");
-    // Tests and scripts read this line to find the port when started with port 0.
-    println!("listening on http://{addr}/");
+    // Tests and scripts read this line to find the ports when started with port 0.
+    let metrics_at = ops.as_ref().map(|(metrics, _)| format!(" metrics http://{metrics}/")).unwrap_or_default();
+    println!("listening on http://{addr}/{metrics_at}");
     juegoland_edge::serve(listener, edge, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await
     .context("serve")?;
+    stop.cancel();
+    if let Some((_, task)) = ops {
+        let _ = task.await;
+    }
     scheduler.stop().await;
     if let Some(webhooks) = webhooks {
         webhooks.stop().await;

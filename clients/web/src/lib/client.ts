@@ -10,8 +10,11 @@
  *   match so that a reload resends the same envelope (same command id), never a new move;
  *   when its receipt is uncertain (a reconnection, a silence) it asks `game.command-status`
  *   and resends the exact envelope on `game.command-unknown`;
- * - reconnection with capped exponential backoff, a fresh token after a refused handshake or
- *   a `reauthenticate` error.
+ * - reconnection with capped exponential backoff (reset only once a sync is answered, so a
+ *   server that accepts connections and then refuses them is not hammered), a fresh token
+ *   after a refused handshake (`CloseInfo.kind` `unauthenticated` or `refused`) or a
+ *   `reauthenticate` error, the server's `Retry-After` when it is full (`unavailable`), and
+ *   a stop when there is no WebSocket implementation at all (`unsupported`).
  *
  * - real-time input (`queue` commands, spec/engine.md § Real-time commands): several may be in
  *   flight at once, bounded by `maxInFlight`; each is kept by its command id until its receipt,
@@ -40,7 +43,15 @@ import type {
 } from "../protocol/generated";
 import { type Clock, realClock } from "./clock";
 import { type PendingStore, memoryPendingStore, pendingKey } from "./pending";
-import { type TransportFactory, type Transport, socketIoTransport, webSocketTransport } from "./transport";
+import {
+  type CloseInfo,
+  type TransportFactory,
+  type Transport,
+  type WebSocketConstructor,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  socketIoTransport,
+  webSocketTransport,
+} from "./transport";
 
 /** Who answers a seat's "your move?" (spec/engine.md § Seats; the protocol's `ControllerKind`). */
 export type SeatController = ControllerKind;
@@ -98,8 +109,10 @@ export interface ClientListener {
   queued?(receipt: QueueReceipt, command: GameCommand): void;
   /** A `game.error` arrived (after the client applied its recovery). */
   error?(error: GameError): void;
-  /** The client gave up (a `reload-client` error, or an incompatible client). */
+  /** The client gave up (a `reload-client` error, an incompatible client, no WebSocket: `NO_WEBSOCKET`). */
   stopped?(reason: string): void;
+  /** A connection ended or a handshake failed: why (`info.kind`); a reconnection follows unless stopped. */
+  disconnected?(info: CloseInfo): void;
 }
 
 export interface MatchClientOptions {
@@ -113,6 +126,13 @@ export interface MatchClientOptions {
   /** A token for the account; called again when the server refuses the current one. */
   getToken: () => Promise<string>;
   transport?: "websocket" | "socketio" | TransportFactory;
+  /**
+   * The WebSocket implementation both transports use; by default the global `WebSocket`
+   * (browsers, Node 22), else the `ws` package (Node 20), loaded only then.
+   */
+  webSocket?: WebSocketConstructor;
+  /** A handshake not complete after this long is given up and retried. */
+  connectTimeoutMs?: number;
   pending?: PendingStore;
   clock?: Clock;
   newId?: () => string;
@@ -155,9 +175,12 @@ export class MatchClient {
   /** The `queue` commands in flight, by command id, oldest first. */
   readonly inFlight = new Map<string, InFlight>();
   readonly queueStats: QueueStats = { sent: 0, applied: 0, rejected: 0, dropped: 0, maxInFlight: 0, lastSequence: null };
+  /** Why the last connection ended or failed (null before any did). */
+  lastClose: CloseInfo | null = null;
 
-  private readonly opts: Required<Omit<MatchClientOptions, "listener" | "transport">> & {
+  private readonly opts: Required<Omit<MatchClientOptions, "listener" | "transport" | "webSocket">> & {
     transport: TransportFactory;
+    webSocket?: WebSocketConstructor;
   };
   private listener: ClientListener;
   private transport: Transport | null = null;
@@ -195,6 +218,7 @@ export class MatchClient {
       maxResends: 5,
       maxInFlight: 4,
       queueStaleMs: 1000,
+      connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
       ...options,
       transport,
     };
@@ -274,11 +298,11 @@ export class MatchClient {
       this.scheduleReconnect();
       return;
     }
-    if (!this.started) return;
+    if (!this.started || this.transport) return;
+    const options = { webSocket: this.opts.webSocket, connectTimeoutMs: this.opts.connectTimeoutMs };
     const transport = this.opts.transport(this.opts.baseUrl, this.token, {
       open: () => {
         if (this.transport !== transport) return;
-        this.backoff = 0;
         this.setConnection("open");
         this.sync(true);
         if (this.pending) {
@@ -293,25 +317,45 @@ export class MatchClient {
       message: (m) => {
         if (this.transport === transport) this.receive(m);
       },
-      close: ({ opened }) => {
+      close: (info) => {
         if (this.transport !== transport) return;
         this.transport = null;
         this.subscriptionId = null;
         this.latestRequestId = null;
-        // A handshake that never opened may have been refused its token (a server restarted
-        // with another secret): the next attempt asks for a new one.
-        if (!opened) this.token = null;
+        // A transport of the caller's written before `kind` existed: a handshake that never
+        // opened is taken as refused.
+        const kind = info.kind ?? (info.opened ? "closed" : "refused");
+        this.lastClose = { ...info, kind };
+        if (kind === "unsupported") {
+          this.stop("NO_WEBSOCKET");
+          this.listener.disconnected?.(this.lastClose);
+          return;
+        }
+        // The token was refused (a server restarted with another secret, an expired token),
+        // or may have been (a browser does not show why a handshake failed): the next attempt
+        // asks for a new one.
+        if (kind === "unauthenticated" || kind === "refused") this.token = null;
         this.setConnection("closed");
-        this.scheduleReconnect();
+        this.listener.disconnected?.(this.lastClose);
+        this.scheduleReconnect(kind === "unavailable" ? info.retryAfterMs : undefined);
       },
-    });
+    }, options);
     this.transport = transport;
   }
 
-  private scheduleReconnect(): void {
+  /** Gives up for good: `reason` is reported to `stopped`. */
+  private stop(reason: string): void {
+    this.stoppedReason = reason;
+    this.close();
+    this.listener.stopped?.(reason);
+  }
+
+  /** Reconnects after the backoff's delay, or after `atLeastMs` (a server's `Retry-After`) if longer. */
+  private scheduleReconnect(atLeastMs = 0): void {
     if (!this.started || this.stoppedReason) return;
     const c = this.opts.clock;
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this.backoff) * (1 + Math.random() * 0.2);
+    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this.backoff) * (1 + Math.random() * 0.2);
+    const delay = Math.max(backoff, atLeastMs);
     this.backoff = Math.min(this.backoff + 1, 6);
     if (this.reconnectTimer !== null) c.clearTimeout(this.reconnectTimer);
     this.reconnectTimer = c.setTimeout(() => {
@@ -330,6 +374,24 @@ export class MatchClient {
     if (this.reconnectTimer !== null) this.opts.clock.clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
     void this.connect();
+  }
+
+  /**
+   * The server refused the token of an open connection (`reauthenticate`): drop it, and
+   * reconnect with a new token after the backoff (not at once: a `getToken` that keeps
+   * answering a refused token must not make a busy loop).
+   */
+  private reauthenticate(): void {
+    this.token = null;
+    const t = this.transport;
+    this.transport = null;
+    t?.close();
+    this.subscriptionId = null;
+    this.latestRequestId = null;
+    this.lastClose = { opened: true, kind: "unauthenticated", code: "UNAUTHENTICATED", reason: "token refused (reauthenticate)" };
+    this.setConnection("closed");
+    this.listener.disconnected?.(this.lastClose);
+    this.scheduleReconnect();
   }
 
   private send(message: ClientMessage): boolean {
@@ -578,6 +640,9 @@ export class MatchClient {
       if (m.requestId == null || m.requestId !== this.latestRequestId) return;
       this.latestRequestId = null;
       this.subscriptionId = m.subscriptionId;
+      // The connection works (token accepted, match readable): the next drop starts the
+      // backoff afresh.
+      this.backoff = 0;
       if (this.syncTimer !== null) c.clearTimeout(this.syncTimer);
       this.syncTimer = null;
       if (this.confirmed && m.revision < this.confirmed.revision) {
@@ -657,7 +722,7 @@ export class MatchClient {
       else {
         this.dropQueued(q.command.commandId);
         if (m.recovery === "sync") this.sync(true);
-        if (m.recovery === "reauthenticate") this.reconnectNow(true);
+        if (m.recovery === "reauthenticate") this.reauthenticate();
       }
       this.listener.error?.(m);
       return;
@@ -673,23 +738,17 @@ export class MatchClient {
         this.sync(true);
         break;
       case "reauthenticate":
-        this.reconnectNow(true);
+        this.reauthenticate();
         break;
       case "reload-client":
-        this.stoppedReason = m.code;
-        this.close();
-        this.listener.stopped?.(m.code);
+        this.stop(m.code);
         break;
       default:
         if (mine && m.code !== "COMMAND_PENDING") {
           this.settlePending();
           this.sync();
         }
-        if (m.code === "INCOMPATIBLE_CLIENT" || m.code === "MATCH_NOT_FOUND" || m.code === "FORBIDDEN") {
-          this.stoppedReason = m.code;
-          this.close();
-          this.listener.stopped?.(m.code);
-        }
+        if (m.code === "INCOMPATIBLE_CLIENT" || m.code === "MATCH_NOT_FOUND" || m.code === "FORBIDDEN") this.stop(m.code);
     }
     this.listener.error?.(m);
   }

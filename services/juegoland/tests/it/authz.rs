@@ -20,15 +20,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
 use juegoland_edge::auth::Tokens;
 use juegoland_protocol::ClientMessage;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::client::{Server, uuid};
+use crate::wire::{Conn, Transport};
 
 const SECRET: &str = "authz-matrix-token-secret-of-at-least-32-bytes";
 const PLATFORM: &str = "authz-matrix-platform-credential";
@@ -236,7 +234,8 @@ fn http_matrix() -> Vec<(&'static str, &'static str, Policy)> {
         ("GET", "/assets/{*path}", Public(404)),
         ("GET", "/games/{*path}", Public(404)),
         ("GET", "/v1/games", Public(200)),
-        ("GET", "/metrics", Public(200)),
+        // Behind the platform token where one is set (or on a listener of their own).
+        ("GET", "/metrics", Platform(200)),
         ("GET", "/healthz", Public(200)),
         ("GET", "/readyz", Public(200)),
         ("POST", "/v1/matches", Platform(201)),
@@ -250,8 +249,8 @@ fn http_matrix() -> Vec<(&'static str, &'static str, Policy)> {
         ("POST", "/v1/matches/{id}/cancellation", Platform(200)),
         ("GET", "/v1/ws", Token),
         ("ANY", "/v1/mcp", AgentGrant(200)),
-        // Dev only (the all-in-one's `dev` profile): anyone mints a player token.
-        ("POST", "/v1/dev/tokens", Public(200)),
+        // Dev only, and never on a server with a platform token (this one): not served.
+        ("POST", "/v1/dev/tokens", Public(404)),
         ("GET", "/v1/packages/{id}", Public(404)),
         ("GET", "/v1/packages/{id}/{version}", Public(404)),
         ("GET", "/v1/packages/{id}/{version}/{*path}", Public(404)),
@@ -312,107 +311,6 @@ impl Policy {
 
 /// Which received message answers the one sent.
 type Answers = Box<dyn Fn(&Value) -> bool + Send>;
-
-type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A protocol connection: its socket and every text it received (for the scan).
-struct Conn {
-    ws: Ws,
-    transport: Transport,
-}
-
-/// The protocol's two transports: the matrix runs over each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Transport {
-    WebSocket,
-    /// Engine.io v4 text packets over a WebSocket, by hand (`socketio.rs` does the same).
-    SocketIo,
-}
-
-impl Conn {
-    /// A WebSocket connection (the transport of the test's own set-up).
-    async fn open(addr: &str, token: &str) -> Result<Conn, Outcome> {
-        Conn::open_on(Transport::WebSocket, addr, token).await
-    }
-
-    /// A connection with `token` over `transport`; `Err(Unauthenticated)` when refused.
-    async fn open_on(transport: Transport, addr: &str, token: &str) -> Result<Conn, Outcome> {
-        let url = match transport {
-            Transport::WebSocket => format!("ws://{addr}/v1/ws?access_token={token}"),
-            Transport::SocketIo => format!("ws://{addr}/socket.io/?EIO=4&transport=websocket"),
-        };
-        let ws = match tokio_tungstenite::connect_async(url).await {
-            Ok((ws, _)) => ws,
-            Err(tokio_tungstenite::tungstenite::Error::Http(r)) if r.status() == 401 => return Err(Unauthenticated),
-            Err(e) => panic!("websocket connect: {e}"),
-        };
-        let mut conn = Conn { ws, transport };
-        if transport == Transport::SocketIo {
-            let open = conn.packet(Duration::from_secs(5)).await.expect("the engine.io open packet");
-            assert!(open.starts_with('0'), "{open}");
-            conn.ws.send(Message::Text(format!("40{}", json!({ "token": token })).into())).await.expect("send CONNECT");
-            let connected = conn.packet(Duration::from_secs(5)).await.expect("the CONNECT answer");
-            assert!(connected.starts_with("40"), "{connected}");
-            // A refused token: an UNAUTHENTICATED event, then a disconnect, right away.
-            if let Some(p) = conn.packet(Duration::from_millis(300)).await {
-                let refused = p.starts_with("42") && p.contains("UNAUTHENTICATED");
-                assert!(refused, "an unexpected first packet: {p}");
-                return Err(Unauthenticated);
-            }
-        }
-        Ok(conn)
-    }
-
-    /// The next engine.io text packet within `wait`, pings answered on the way.
-    async fn packet(&mut self, wait: Duration) -> Option<String> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            match tokio::time::timeout_at(deadline, self.ws.next()).await {
-                Ok(Some(Ok(Message::Text(t)))) if t.as_str() == "2" => {
-                    let _ = self.ws.send(Message::Text("3".into())).await;
-                }
-                Ok(Some(Ok(Message::Text(t)))) => return Some(t.as_str().to_owned()),
-                Ok(Some(Ok(_))) => {}
-                Ok(_) => panic!("the connection closed"),
-                Err(_) => return None,
-            }
-        }
-    }
-
-    async fn send(&mut self, v: &Value) {
-        let text = match self.transport {
-            Transport::WebSocket => v.to_string(),
-            Transport::SocketIo => format!("42{}", json!([v["type"], v])),
-        };
-        self.ws.send(Message::Text(text.into())).await.expect("send");
-    }
-
-    /// The first message `answers` accepts within `wait`, every text received on the way
-    /// appended to `seen`; `None` when none came.
-    async fn answer(
-        &mut self,
-        wait: Duration,
-        seen: &mut Vec<String>,
-        answers: impl Fn(&Value) -> bool,
-    ) -> Option<Value> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let now = tokio::time::Instant::now();
-            let text = self.packet(deadline.saturating_duration_since(now)).await?;
-            seen.push(text.clone());
-            let v: Value = match self.transport {
-                Transport::WebSocket => serde_json::from_str(&text).expect("server sends JSON"),
-                Transport::SocketIo => match text.strip_prefix("42") {
-                    Some(event) => serde_json::from_str::<Value>(event).expect("an event")[1].clone(),
-                    None => continue,
-                },
-            };
-            if answers(&v) {
-                return Some(v);
-            }
-        }
-    }
-}
 
 fn accept(game: &str) -> Value {
     json!([{"id": game, "rulesVersion": "1.0.0", "viewSchemaVersion": 1, "eventSchemaVersion": 1}])
@@ -614,7 +512,7 @@ impl World {
                     fresh = c;
                     &mut fresh
                 }
-                Err(refused) => return refused,
+                Err(crate::wire::Refused) => return Unauthenticated,
             }
         };
         let seen = self.received.entry(caller).or_default();
@@ -951,7 +849,7 @@ async fn the_authorization_matrix_holds_and_nothing_hidden_leaks() {
             }
         }
     }
-    let (status, metrics) = http(&addr, "GET", "/metrics", None, &[], "").await;
+    let (status, metrics) = http(&addr, "GET", "/metrics", Some(PLATFORM), &[], "").await;
     assert_eq!(status, 200);
     drop(server);
     let logs = std::fs::read_to_string(&log).expect("the server's log");

@@ -17,6 +17,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub struct Server {
     child: Child,
     pub addr: SocketAddr,
+    /// Where it serves its metrics, when started with `--metrics-http`.
+    pub metrics: Option<SocketAddr>,
     /// The data directory this server created for itself (removed on drop).
     _own_dir: Option<DataDir>,
 }
@@ -90,15 +92,15 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .expect("start the juegoland binary");
+        // "listening on http://ADDR/ [metrics http://ADDR/]"
         let line = crate::harness::announced_line(&mut child, "listening on ");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|s| s.strip_suffix('/'))
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .parse()
-            .expect("address");
-        Server { child, addr, _own_dir: None }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let address = |word: Option<&&str>| -> Option<SocketAddr> {
+            word?.strip_prefix("http://")?.strip_suffix('/')?.parse().ok()
+        };
+        let addr = address(words.get(2)).unwrap_or_else(|| panic!("unexpected first line: {line:?}"));
+        let metrics = words.iter().position(|w| *w == "metrics").and_then(|i| address(words.get(i + 1)));
+        Server { child, addr, metrics, _own_dir: None }
     }
 
     /// One HTTP request; returns (status, JSON body).
@@ -353,9 +355,22 @@ pub async fn http(addr: &str, method: &str, path: &str, body: Option<Value>) -> 
 /// One HTTP/1.1 request with `body` as JSON; returns (status, the response head (lower
 /// case), the body text).
 pub async fn http_raw(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+    http_with(addr, method, path, &[("Content-Type", "application/json")], body).await
+}
+
+/// One HTTP/1.1 request with exactly the extra `headers` given (no content type unless
+/// given); returns (status, the response head (lower case), the body text).
+pub async fn http_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).await.expect("connect");
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).await.expect("write");

@@ -202,12 +202,37 @@ impl Cluster {
         redis: &str,
         node_env: &[(&str, &str)],
     ) -> (Cluster, Proc) {
+        Cluster::start_with_gateway_full(test, nodes, secret, redis, node_env, false).await
+    }
+
+    /// Like `start_with_gateway`, and every node also serves its own matches' players itself
+    /// (`--edge-http`, its address in [`Proc::clients`]).
+    pub async fn start_with_gateway_and_node_edges(
+        test: &str,
+        nodes: usize,
+        secret: &str,
+        redis: &str,
+    ) -> (Cluster, Proc) {
+        Cluster::start_with_gateway_full(test, nodes, secret, redis, &[], true).await
+    }
+
+    async fn start_with_gateway_full(
+        test: &str,
+        nodes: usize,
+        secret: &str,
+        redis: &str,
+        node_env: &[(&str, &str)],
+        node_edges: bool,
+    ) -> (Cluster, Proc) {
         let redis = redis.to_owned();
         let schema = TestSchema::create("cluster", test).await;
         let url = schema.url();
         let node = |i| {
             let mut args = node_args(&url, i);
             args.extend(["--redis-url".to_owned(), redis.clone()]);
+            if node_edges {
+                args.extend(["--edge-http", "127.0.0.1:0", "--jwt-secret", secret].map(str::to_owned));
+            }
             let env = node_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
             Proc::spawn_with_env(args, env)
         };

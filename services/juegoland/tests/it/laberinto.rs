@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::client::{Client, Server, data_dir, uuid};
-use crate::harness::metric_sum;
+use crate::harness::{Cluster, metric_sum};
 
 const ACCEPT: &str = r#"[{"id":"laberinto","rulesVersion":"1.0.0","viewSchemaVersion":1,"eventSchemaVersion":1}]"#;
 const SIDES: [(&str, usize); 4] = [("north", 0), ("east", 1), ("south", 2), ("west", 3)];
@@ -324,7 +324,7 @@ async fn a_cluster_orders_queue_commands_on_the_owning_node() {
     use juegoland_api::{MatchError, MatchReply, MatchRequest};
     use juegoland_protocol::{Action, CommandEnvelope, Precondition, ServerMessage};
 
-    use crate::harness::{Cluster, command, rand_u128, router_call};
+    use crate::harness::{command, rand_u128, router_call};
 
     let cluster = Cluster::start("laberinto_queue", 2, 1).await;
     let mut client = cluster.client(0).await;
@@ -373,5 +373,97 @@ async fn a_cluster_orders_queue_commands_on_the_owning_node() {
     let next = router_call(&mut client, &command("alice", &mv(100, "east"))).await.unwrap();
     let MatchReply::Message(ServerMessage::Ack(a)) = next else { panic!("an ack: {next:?}") };
     assert_eq!(a.sequence, Some(judged + 1));
+    cluster.stop().await;
+}
+
+/// A held arrow key: a burst of 20 `queue` moves on one connection, back and forth through an
+/// open side of the player's cell. They must reach the match in the order sent, whatever
+/// the path: each receipt's sequence is its place in the burst, every move is applied (out
+/// of order, two steps the same way hit a wall or go elsewhere), and the player ends where
+/// it started. Over `transport` to the edge at `addr` (`host:port`), with `token` of p0.
+async fn burst_in_order(transport: crate::wire::Transport, addr: &str, token: &str, m: &str) {
+    use crate::wire::Conn;
+    let mut conn = Conn::open_on(transport, addr, token).await.expect("the token is accepted");
+    let accept: Value = serde_json::from_str(ACCEPT).unwrap();
+    let sync = json!({"protocolVersion": 1, "type": "game.sync", "requestId": "burst", "matchId": m, "accept": accept});
+    conn.send(&sync).await;
+    let is_snapshot = |v: &Value| v["type"] == "game.snapshot" && v["matchId"] == m;
+    let snapshot = conn.answer(Duration::from_secs(10), &mut Vec::new(), is_snapshot).await.expect("a snapshot");
+    let mut explorer = Explorer::new("p0");
+    explorer.learn(&snapshot);
+    let start = explorer.me;
+    let walls = explorer.known[&start];
+    let (there, back) = [("north", "south"), ("east", "west"), ("south", "north"), ("west", "east")]
+        [SIDES.iter().position(|(_, side)| walls[*side]).expect("an open side")];
+    let first = snapshot["revision"].as_u64().unwrap();
+    let ids: Vec<String> = (0..20).map(|_| uuid()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let direction = if i % 2 == 0 { there } else { back };
+        conn.send(&json!({
+            "protocolVersion": 1, "type": "game.command", "matchId": m, "commandId": id,
+            "precondition": {"kind": "queue"}, "action": {"type": "move", "payload": {"direction": direction}}
+        }))
+        .await;
+    }
+    let mut receipts = BTreeMap::new();
+    let mut last = snapshot;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receipts.len() < ids.len() || last["revision"].as_u64() < Some(first + 20) {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let v = conn.answer(wait, &mut Vec::new(), |v| v["matchId"] == m).await.unwrap_or_else(|| {
+            panic!("{} of 20 receipts and revision {} of {} in 30 s", receipts.len(), last["revision"], first + 20)
+        });
+        assert_ne!(v["type"], "game.error", "{v}");
+        if v["type"] == "game.ack" {
+            assert_eq!(v["status"], "applied", "a move of the burst was judged out of order: {v}");
+            receipts.insert(v["commandId"].as_str().unwrap().to_owned(), v["sequence"].as_u64().expect("a sequence"));
+        } else if is_snapshot(&v) && v["revision"].as_u64() > last["revision"].as_u64() {
+            last = v;
+        }
+    }
+    let sequences: Vec<u64> = ids.iter().map(|id| receipts[id]).collect();
+    let base = sequences[0];
+    assert_eq!(sequences, (base..base + 20).collect::<Vec<_>>(), "receipts in the order the moves were sent");
+    explorer.learn(&last);
+    assert_eq!(explorer.me, start, "20 moves back and forth end where they started");
+}
+
+/// A Laberinto match of alice (p0) and bob with no countdown and no cooldown.
+fn burst_config() -> Value {
+    json!({"width": 7, "height": 7, "countdownMs": 0, "cooldownMs": 0})
+}
+
+#[tokio::test]
+async fn a_burst_of_queue_moves_reaches_the_match_in_the_order_sent() {
+    use crate::wire::Transport;
+    let server = Server::start(&[]);
+    let addr = server.addr.to_string();
+    for transport in [Transport::WebSocket, Transport::SocketIo] {
+        let m = create(&server, json!({"p0": "alice", "p1": "bob"}), burst_config()).await;
+        burst_in_order(transport, &addr, &server.token("alice").await, &m).await;
+    }
+}
+
+/// The same through a cluster: a gateway, whose commands go to the owner over gRPC, and the
+/// owning node's own edge (`--edge-http`), which serves its matches' players in process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_queue_moves_reaches_the_match_in_the_order_sent_through_a_cluster() {
+    use crate::wire::Transport;
+    let secret = "laberinto-burst-secret";
+    let (cluster, gateway) =
+        Cluster::start_with_gateway_and_node_edges("laberinto_burst", 1, secret, &Cluster::shared_redis()).await;
+    let alice = juegoland_edge::Tokens::new(secret.as_bytes(), 600).unwrap().issue("alice").unwrap();
+    let router = cluster.routers[0].http.trim_start_matches("http://").to_owned();
+    let body = json!({"game": "laberinto", "seats": {"p0": "alice", "p1": "bob"}, "config": burst_config()});
+    let owner_edge = cluster.nodes[0].clients.clone().expect("the node's own edge");
+    for edge in [gateway.http.trim_start_matches("http://").to_owned(), owner_edge] {
+        for transport in [Transport::WebSocket, Transport::SocketIo] {
+            let (status, created) = crate::client::http(&router, "POST", "/v1/matches", Some(body.clone())).await;
+            assert_eq!(status, 201, "{created}");
+            let m = created["matchId"].as_str().unwrap();
+            burst_in_order(transport, &edge, &alice, m).await;
+        }
+    }
+    drop(gateway);
     cluster.stop().await;
 }

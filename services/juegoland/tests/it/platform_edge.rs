@@ -1,0 +1,116 @@
+//! The platform API's door: JSON bodies only (a cross-site form or a simple `fetch` can never
+//! call it), no token minting on a server whose platform API is guarded, and metrics that are
+//! never public (behind the platform token, or on a listener of their own).
+
+use serde_json::{Value, json};
+
+use crate::client::{Server, http_with};
+
+const PLATFORM: &str = "platform-edge-credential";
+
+/// Every route that takes a body refuses anything but JSON with `415 UNSUPPORTED_MEDIA_TYPE`
+/// naming the `Content-Type`, and nothing it would have done is done.
+#[tokio::test]
+async fn the_platform_api_takes_json_bodies_only() {
+    let server = Server::start(&[]);
+    let addr = server.addr.to_string();
+    let m = server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+    let create = json!({ "game": "conecta4", "seats": { "p0": "cross", "p1": "site" } }).to_string();
+    let routes = [
+        ("/v1/matches".to_owned(), create.clone()),
+        (format!("/v1/matches/{m}/withdrawals"), json!({ "seat": "p0" }).to_string()),
+        (format!("/v1/matches/{m}/cancellation"), json!({ "reasonCode": "x" }).to_string()),
+        (format!("/v1/matches/{m}/replays"), json!({ "speedPercent": 100 }).to_string()),
+        (format!("/v1/matches/{m}/agents"), json!({ "seat": "p1" }).to_string()),
+        ("/v1/dev/tokens".to_owned(), json!({ "principal": "mallory" }).to_string()),
+    ];
+    let content_types: [&[(&str, &str)]; 5] = [
+        &[("Content-Type", "text/plain")],
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &[("Content-Type", "multipart/form-data; boundary=x")],
+        &[("Content-Type", "application/jsonp")],
+        // A body and no content type at all.
+        &[],
+    ];
+    for (path, body) in &routes {
+        for headers in content_types {
+            let (status, head, text) = http_with(&addr, "POST", path, headers, body.as_bytes()).await;
+            let what = format!("POST {path} with {headers:?} → {status} {text}");
+            assert_eq!(status, 415, "{what}");
+            assert!(head.contains("content-type: application/json"), "{what}");
+            let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {what}"));
+            assert_eq!(answer["code"], "UNSUPPORTED_MEDIA_TYPE", "{what}");
+            assert_eq!(answer["field"], "Content-Type", "{what}");
+        }
+    }
+    // Nothing happened: no match of "cross", the match is as created (revision 0, active).
+    let (status, listed) = server.http("GET", "/v1/matches?principal=cross", None).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["matches"], json!([]), "a refused creation created a match: {listed}");
+    let (_, described) = server.http("GET", &format!("/v1/matches/{m}"), None).await;
+    assert_eq!(
+        (described["revision"].as_u64(), described["status"].as_str()),
+        (Some(0), Some("active")),
+        "{described}"
+    );
+
+    // JSON with parameters, in any case, is JSON; a POST without a body needs no type.
+    let json_types = ["application/json; charset=utf-8", "Application/JSON"];
+    for content_type in json_types {
+        let headers = [("Content-Type", content_type)];
+        let (status, _, text) = http_with(&addr, "POST", "/v1/matches", &headers, create.as_bytes()).await;
+        assert_eq!(status, 201, "{content_type}: {text}");
+    }
+    let replays = format!("/v1/matches/{m}/replays");
+    let (status, _, text) = http_with(&addr, "POST", &replays, &[], b"").await;
+    assert_ne!(status, 415, "an empty body needs no content type: {text}");
+}
+
+/// With a platform token, `POST /v1/dev/tokens` is not served at all, and `/metrics` answers
+/// only the platform's bearer.
+#[tokio::test]
+async fn a_guarded_server_mints_no_tokens_and_guards_its_metrics() {
+    let server = Server::start(&["--platform-token", PLATFORM]);
+    let addr = server.addr.to_string();
+    let json = [("Content-Type", "application/json")];
+    let body = json!({ "principal": "alice" }).to_string();
+    let (status, _, text) = http_with(&addr, "POST", "/v1/dev/tokens", &json, body.as_bytes()).await;
+    assert_eq!(status, 404, "a guarded server minted a token: {text}");
+    let bearer = format!("Bearer {PLATFORM}");
+    let (status, _, text) =
+        http_with(&addr, "POST", "/v1/dev/tokens", &[json[0], ("Authorization", &bearer)], body.as_bytes()).await;
+    assert_eq!(status, 404, "not even to the platform: {text}");
+
+    let (status, _, text) = http_with(&addr, "GET", "/metrics", &[], b"").await;
+    assert_eq!(status, 401, "{text}");
+    let (status, _, text) = http_with(&addr, "GET", "/metrics", &[("Authorization", "Bearer wrong")], b"").await;
+    assert_eq!(status, 401, "{text}");
+    let (status, _, text) = http_with(&addr, "GET", "/metrics", &[("Authorization", &bearer)], b"").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("juegoland_build_info"), "{text}");
+    // Health stays open: a load balancer's probe holds no credential.
+    let (status, _, _) = http_with(&addr, "GET", "/healthz", &[], b"").await;
+    assert_eq!(status, 200);
+
+    // Without a platform token the dev profile still mints tokens.
+    let open = Server::start(&[]);
+    let (status, token) = open.http("POST", "/v1/dev/tokens", Some(json!({ "principal": "alice" }))).await;
+    assert_eq!(status, 200, "{token}");
+}
+
+/// `--metrics-http`: metrics on a listener of their own, open there, and the public listener
+/// serves none.
+#[tokio::test]
+async fn metrics_on_a_listener_of_their_own_are_not_on_the_public_one() {
+    let server = Server::start(&["--platform-token", PLATFORM, "--metrics-http", "127.0.0.1:0"]);
+    let metrics = server.metrics.expect("the metrics listener's address on the announced line").to_string();
+    let (status, _, text) = http_with(&metrics, "GET", "/metrics", &[], b"").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("juegoland_build_info"), "{text}");
+    let (status, _, _) = http_with(&metrics, "GET", "/readyz", &[], b"").await;
+    assert_eq!(status, 200);
+    let bearer = format!("Bearer {PLATFORM}");
+    let (status, _, text) =
+        http_with(&server.addr.to_string(), "GET", "/metrics", &[("Authorization", &bearer)], b"").await;
+    assert_eq!(status, 404, "the public listener still serves metrics: {text}");
+}
