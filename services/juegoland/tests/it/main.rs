@@ -28,6 +28,7 @@ mod scheduler;
 mod seats;
 mod socketio;
 mod spectators;
+mod tokens;
 mod tracing;
 mod versions;
 mod webhooks;

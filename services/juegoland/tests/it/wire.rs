@@ -79,6 +79,11 @@ impl Conn {
         }
     }
 
+    /// Sends one text frame as it is (an engine.io packet of a test's own making).
+    pub async fn send_raw(&mut self, text: &str) {
+        self.ws.send(Message::Text(text.to_owned().into())).await.expect("send");
+    }
+
     pub async fn send(&mut self, v: &Value) {
         let text = match self.transport {
             Transport::WebSocket => v.to_string(),
