@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use juegoland_api::{MatchError, MatchReply, MatchRequest, MatchSummary, Matches};
-use juegoland_core::{CreateOptions, Registry};
+use juegoland_core::Registry;
 use juegoland_protocol::Precondition;
 
 use crate::actor::MatchMsg;
@@ -22,8 +22,7 @@ impl Matches for Host {
         // parent of the actor's span, so a command stays one trace.
         let span = tracing::Span::current();
         match request {
-            MatchRequest::Create { match_id, game, seats, config, handover } => {
-                let options = CreateOptions { handover };
+            MatchRequest::Create { match_id, game, seats, config, options } => {
                 Ok(MatchReply::Created(self.create_match_with_id(match_id, &game, seats, &config, &options).await?))
             }
             MatchRequest::Replay { match_id, source, speed_percent } => {

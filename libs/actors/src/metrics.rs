@@ -128,6 +128,8 @@ impl Metrics {
             "queue_full",
             "handover_taken",
             "handover_returned",
+            "handover_forfeit",
+            "handover_cancelled",
             "replay_step",
             "replay_diverged",
         ] {

@@ -147,12 +147,11 @@ impl MatchActor {
         myself.send_after(self.shared.config.presence_lease / 3, || MatchMsg::PresenceLapse);
     }
 
-    /// The last subscription of `seat`'s human ended: under a `bot` policy, its bot is asked
-    /// to stand in once the grace has passed (if the human has not come back).
+    /// The last subscription of `seat`'s human ended: under a `bot`, `forfeit` or `cancel`
+    /// policy, the policy acts once the grace has passed (if the human has not come back).
     fn human_left(&self, myself: &ActorRef<MatchMsg>, state: &mut MatchActorState, seat: Seat) {
         let s = state.live().state();
-        let Some(Handover::Bot { after_ms, .. }) = &s.handover else { return };
-        let after_ms = *after_ms;
+        let Some(after_ms) = s.handover.as_ref().and_then(Handover::after_ms) else { return };
         let active = s.position.participants.get(&seat).is_some_and(|p| p.is_active());
         if s.is_finished() || !active || s.stand_ins.contains_key(&seat) {
             return;
@@ -166,8 +165,10 @@ impl MatchActor {
         });
     }
 
-    /// The grace of an away human ran out: its bot takes the seat, if the human is still away
-    /// and the seat still needs one.
+    /// The grace of an away human ran out, and it is still away from a seat still in play:
+    /// its bot takes the seat (`bot`), the seat is withdrawn (`forfeit`: the game's withdrawal
+    /// policy decides what follows) or the match is cancelled (`cancel`, reason
+    /// `match.expired.abandoned`).
     pub(crate) async fn handover_due(
         &self,
         myself: &ActorRef<MatchMsg>,
@@ -180,13 +181,22 @@ impl MatchActor {
         }
         state.presence.away.remove(&seat);
         let s = state.live().state();
-        let Some(Handover::Bot { profile, .. }) = &s.handover else { return };
         let active = s.position.participants.get(&seat).is_some_and(|p| p.is_active());
         if s.is_finished() || !active || s.stand_ins.contains_key(&seat) {
             return;
         }
-        let request = LifecycleRequest::Control { seat: seat.clone(), stand_in: Some(profile.clone()) };
-        if let Err(e) = self.change_hands(myself, state, request, "handover_taken").await {
+        let (request, event) = match &s.handover {
+            Some(Handover::Bot { profile, .. }) => {
+                (LifecycleRequest::Control { seat: seat.clone(), stand_in: Some(profile.clone()) }, "handover_taken")
+            }
+            Some(Handover::Forfeit { .. }) => (LifecycleRequest::Withdraw { seat: seat.clone() }, "handover_forfeit"),
+            Some(Handover::Cancel { .. }) => {
+                let reason_code = juegoland_core::EXPIRED_ABANDONED.to_owned();
+                (LifecycleRequest::Cancel { reason_code }, "handover_cancelled")
+            }
+            Some(Handover::Off | Handover::Clock) | None => return,
+        };
+        if let Err(e) = self.change_hands(myself, state, request, event).await {
             warn!(match_id = %state.live().state().match_id, seat, error = %e, "hand-over failed");
         }
     }
@@ -202,8 +212,13 @@ impl MatchActor {
         let span = lifecycle_span(None, state.live().state().match_id, &request);
         let revision = self.lifecycle(myself, state, &request).instrument(span).await?;
         self.shared.metrics.actor_events.with_label_values(&[event]).inc();
-        if let LifecycleRequest::Control { seat, stand_in } = &request {
-            info!(match_id = %state.live().state().match_id, seat, revision, bot = stand_in.as_deref(), "seat changed hands");
+        match &request {
+            LifecycleRequest::Control { seat, stand_in } => {
+                info!(match_id = %state.live().state().match_id, seat, revision, bot = stand_in.as_deref(), "seat changed hands");
+            }
+            other => {
+                info!(match_id = %state.live().state().match_id, revision, event, request = ?other, "away human's seat")
+            }
         }
         Ok(revision)
     }

@@ -52,13 +52,15 @@ pub enum Refusal {
     InvalidReason,
     /// A hand-over policy the game cannot follow (an unknown bot, a grace out of range).
     InvalidHandover,
+    /// An expiry out of range (each time 0, off, or one minute to thirty days).
+    InvalidExpiry,
     /// A replay that cannot be made: a speed out of range, or a source whose decisions do not
     /// replay under the rules it pinned.
     InvalidReplay,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 14] = [
+    pub const ALL: [Refusal; 15] = [
         Self::UnknownGame,
         Self::UnknownRulesVersion,
         Self::UnknownPackageVersion,
@@ -72,6 +74,7 @@ impl Refusal {
         Self::Illegal,
         Self::InvalidReason,
         Self::InvalidHandover,
+        Self::InvalidExpiry,
         Self::InvalidReplay,
     ];
 
@@ -91,6 +94,7 @@ impl Refusal {
             Self::Illegal => "ILLEGAL",
             Self::InvalidReason => "INVALID_REASON",
             Self::InvalidHandover => "INVALID_HANDOVER",
+            Self::InvalidExpiry => "INVALID_EXPIRY",
             Self::InvalidReplay => "INVALID_REPLAY",
         }
     }
@@ -111,6 +115,7 @@ impl Refusal {
             Self::UnknownSeat | Self::AlreadyWithdrawn => Some("seat"),
             Self::InvalidReason => Some("reasonCode"),
             Self::InvalidHandover => Some("handover"),
+            Self::InvalidExpiry => Some("expiry"),
             Self::InvalidReplay => Some("replay"),
             Self::MatchFinished | Self::StaleDeadline | Self::Illegal => None,
         }
@@ -124,6 +129,7 @@ impl Refusal {
             | Self::InvalidReason
             | Self::VersionMismatch
             | Self::InvalidHandover
+            | Self::InvalidExpiry
             | Self::InvalidReplay => 400,
             Self::MatchFinished | Self::UnknownSeat | Self::AlreadyWithdrawn | Self::StaleDeadline | Self::Illegal => {
                 409
@@ -259,6 +265,7 @@ impl From<CreateError> for MatchError {
             CreateError::InvalidSeats(m) => Self::refused(Refusal::InvalidSeats, m),
             CreateError::InvalidConfig(m) => Self::refused(Refusal::InvalidConfig, m),
             CreateError::InvalidHandover(m) => Self::refused(Refusal::InvalidHandover, m),
+            CreateError::InvalidExpiry(m) => Self::refused(Refusal::InvalidExpiry, m),
             CreateError::InvalidReplay(m) => Self::refused(Refusal::InvalidReplay, m),
             CreateError::Fault(f) => Self::Internal(f.0),
         }

@@ -49,9 +49,9 @@ pub use summary::{Controller, MatchStatus, MatchSummary, SeatSummary};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use juegoland_core::{GameChoice, GameKey, LifecycleRequest, Registry, SeatHolder};
+use juegoland_core::{CreateOptions, GameChoice, GameKey, LifecycleRequest, Registry, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ErrorMessage, ServerMessage};
-use juegoland_sdk::{Handover, Seat};
+use juegoland_sdk::Seat;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -71,20 +71,20 @@ pub trait Matches: Send + Sync + 'static {
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
     ) -> Result<Uuid, MatchError> {
-        Ok(self.create_pinned(game.into(), seats, config, None).await?.match_id)
+        Ok(self.create_pinned(game.into(), seats, config, CreateOptions::default()).await?.match_id)
     }
 
     /// Creates a match of what `game` chooses (the rules version and the published package
     /// version left open are chosen by the engine: `juegoland_core::packages::choose`) with
-    /// its hand-over policy (`None`: the game's default), answering what it pinned.
+    /// its hand-over policy and expiry (`None`: the defaults), answering what it pinned.
     async fn create_pinned(
         &self,
         game: GameChoice,
         seats: BTreeMap<Seat, SeatHolder>,
         config: &Value,
-        handover: Option<Handover>,
+        options: CreateOptions,
     ) -> Result<Created, MatchError> {
-        let request = MatchRequest::Create { match_id: random_uuid(), game, seats, config: config.clone(), handover };
+        let request = MatchRequest::Create { match_id: random_uuid(), game, seats, config: config.clone(), options };
         match self.call(request).await? {
             MatchReply::Created(created) => Ok(created),
             other => Err(other.unexpected("create")),

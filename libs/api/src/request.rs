@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use juegoland_core::{GameChoice, GameKey, LifecycleRequest, PackagePin, SeatHolder};
+use juegoland_core::{CreateOptions, GameChoice, GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{CommandEnvelope, ServerMessage};
-use juegoland_sdk::{Handover, Seat};
+use juegoland_sdk::Seat;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -23,7 +23,8 @@ pub enum MatchRequest {
         game: GameChoice,
         seats: BTreeMap<Seat, SeatHolder>,
         config: Value,
-        handover: Option<Handover>,
+        /// The hand-over policy and the expiry (each `None`: the default).
+        options: CreateOptions,
     },
     /// Create the replay match `match_id` of the stored match `source`
     /// (`juegoland_core::ReplayOf`): its script plays `source`'s decisions back at

@@ -66,6 +66,11 @@ pub struct SeatSummary {
     pub status: ParticipantStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
+    /// Who made the seat's applied commands: `own` (whoever holds the seat: its human, agent,
+    /// bot or replay script) and `standIn` (a bot standing in for its away human or agent).
+    /// A ratings consumer counts a result only as far as the humans played it.
+    #[serde(default)]
+    pub moves: juegoland_core::SeatMoves,
 }
 
 /// What answers a seat's "your move?".
@@ -135,6 +140,7 @@ impl MatchSummary {
                     },
                     status: participant.map_or(ParticipantStatus::Active, |p| p.status),
                     team: participant.and_then(|p| p.team.clone()),
+                    moves: state.moves.get(seat).copied().unwrap_or_default(),
                 }
             })
             .collect();

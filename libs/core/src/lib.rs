@@ -29,6 +29,7 @@ pub use pipeline::{
 pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};
 pub use state::{
-    Commit, ControllerKind, Deadline, GameKey, LogEntry, LoggedOp, MatchState, PackagePin, Publication, Receipt,
-    ReceiptKey, ReceiptOutcome, ReplayOf, SNAPSHOT_EVERY, SeatHolder, StoredMatch,
+    Commit, ControllerKind, Deadline, EXPIRED_ABANDONED, EXPIRED_UNJOINED, EXPIRY_DEADLINE, Expiry, GameKey, LogEntry,
+    LoggedOp, MatchState, PackagePin, Publication, Receipt, ReceiptKey, ReceiptOutcome, ReplayOf, SNAPSHOT_EVERY,
+    SeatHolder, SeatMoves, StoredMatch,
 };

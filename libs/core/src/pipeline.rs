@@ -19,8 +19,8 @@ use crate::packages::{ChoiceError, GameChoice, PinError, PublishedPackages};
 use crate::project::{build_snapshot, publications};
 use crate::registry::{LoadedGame, Registry};
 use crate::state::{
-    Commit, Deadline, LogEntry, LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, ReplayOf, SeatHolder,
-    StoredMatch,
+    Commit, Deadline, ENGINE_DEADLINE_PREFIX, EXPIRED_ABANDONED, EXPIRED_UNJOINED, EXPIRY_DEADLINE, Expiry, LogEntry,
+    LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, ReplayOf, SeatHolder, StoredMatch,
 };
 
 /// Limits the engine enforces on rules' outputs.
@@ -169,6 +169,8 @@ pub enum CreateError {
     InvalidConfig(String),
     #[error("invalid hand-over policy: {0}")]
     InvalidHandover(String),
+    #[error("invalid expiry: {0}")]
+    InvalidExpiry(String),
     #[error("invalid replay: {0}")]
     InvalidReplay(String),
     #[error("internal failure: {0}")]
@@ -176,10 +178,12 @@ pub enum CreateError {
 }
 
 /// What a creation chooses beyond game, seats and config.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CreateOptions {
     /// The match's hand-over policy; `None`: the game's default ([`juegoland_sdk::Game::handover`]).
     pub handover: Option<Handover>,
+    /// When the match ends if nobody plays it; `None`: [`Expiry::default`].
+    pub expiry: Option<Expiry>,
 }
 
 /// A match loaded in memory: its persisted state and the decoded position.
@@ -313,7 +317,18 @@ fn run_rules(
     let mut services = Services::new(now_ms, randomness);
     let t = guarded(what, || f(&mut services))?;
     let trace = services.finish()?;
+    if let Some(id) = t.deadlines.iter().map(deadline_id).find(|id| id.starts_with(ENGINE_DEADLINE_PREFIX)) {
+        let message =
+            format!("{what} named the deadline {id:?}: ids starting with {ENGINE_DEADLINE_PREFIX:?} are the engine's");
+        return Err(RuleError::Fault { message });
+    }
     Ok((t, trace))
+}
+
+fn deadline_id(op: &DeadlineOp) -> &str {
+    match op {
+        DeadlineOp::Schedule { id, .. } | DeadlineOp::Cancel { id } => id,
+    }
 }
 
 /// Where an operation's randomness comes from: live entropy when it is decided, its recorded
@@ -457,7 +472,8 @@ impl Engine {
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Result<(Pending, LiveMatch), CreateError> {
-        let setup = Setup { handover: options.handover.clone(), replay_of: None };
+        let expiry = Some(options.expiry.unwrap_or_default());
+        let setup = Setup { handover: options.handover.clone(), replay_of: None, expiry };
         self.create_inner(match_id, game.into(), seats, config, setup, now_ms, Draws::Live(entropy))
     }
 
@@ -493,7 +509,8 @@ impl Engine {
             package_version: source.package.as_ref().map(|p| p.version.clone()),
         };
         let seats = source.seats.keys().map(|seat| (seat.clone(), SeatHolder::Replay)).collect();
-        let setup = Setup { handover: None, replay_of: Some(ReplayOf { source: source.match_id, speed_percent }) };
+        let replay_of = Some(ReplayOf { source: source.match_id, speed_percent });
+        let setup = Setup { handover: None, replay_of, expiry: None };
         let (pending, live) = self
             .create_inner(match_id, choice, seats, config, setup, now_ms, Draws::Scripted(&first.trace))
             .map_err(|e| match e {
@@ -630,6 +647,9 @@ impl Engine {
             Some(h) => check_handover(&h, d).map(|()| h).map_err(CreateError::InvalidHandover)?,
             None => loaded_game.game.handover(),
         };
+        if let Some(expiry) = &setup.expiry {
+            expiry.check().map_err(CreateError::InvalidExpiry)?;
+        }
         let (t, trace) = match run_rules("setup", now_ms, draws, |s| loaded_game.game.setup(&config, &participants, s))
         {
             Ok(r) => r,
@@ -662,8 +682,12 @@ impl Engine {
             handover: (handover != Handover::Off).then_some(handover),
             stand_ins: BTreeMap::new(),
             replay_of: setup.replay_of,
+            moves: BTreeMap::new(),
+            last_move_ms: 0,
+            expiry: setup.expiry,
         };
         apply_deadline_ops(&mut state, &t.deadlines);
+        arm_expiry(&mut state, None);
         let log = LogEntry { revision: 0, instant_ms: now_ms, op: LoggedOp::Create { config }, trace, events };
         let state = Arc::new(state);
         let live =
@@ -875,6 +899,30 @@ impl Engine {
                 let (t, trace) = run_lifecycle(game, &withdrawn, &event, now_ms, draws)?;
                 (t, trace, LoggedOp::Lifecycle { event, generation: None }, None)
             }
+            LifecycleRequest::FireDeadline { id, generation } if id == EXPIRY_DEADLINE => {
+                let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
+                let d = d.ok_or(LifecycleError::StaleDeadline)?;
+                if now_ms < d.due_ms {
+                    return Err(LifecycleError::StaleDeadline);
+                }
+                match expired(state, now_ms) {
+                    // Logged as the cancellation it is: recovered and replayed as one.
+                    Some(reason_code) => {
+                        let mut t = game.game.cancelled(&live.loaded, reason_code);
+                        t.deadlines = state.deadlines.keys().map(|id| DeadlineOp::Cancel { id: id.clone() }).collect();
+                        (t, Trace::default(), LoggedOp::Cancel { reason_code: reason_code.to_owned() }, None)
+                    }
+                    None => {
+                        // Played since it was armed: armed again from the last move (a
+                        // revision that changes no position and no counter).
+                        bump = Bump::Quiet;
+                        let t = unchanged(game, state).map_err(LifecycleError::Fault)?;
+                        let event = Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() };
+                        let op = LoggedOp::Lifecycle { event, generation: Some(*generation) };
+                        (t, Trace::default(), op, Some(id.clone()))
+                    }
+                }
+            }
             LifecycleRequest::FireDeadline { id, generation } => {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
@@ -923,7 +971,13 @@ impl Engine {
             handover: before.handover.clone(),
             stand_ins: before.stand_ins.clone(),
             replay_of: before.replay_of.clone(),
+            moves: before.moves.clone(),
+            last_move_ms: before.last_move_ms,
+            expiry: before.expiry,
         };
+        if let LoggedOp::Command { principal, seat, .. } = &op {
+            count_move(&mut state, principal, seat, now_ms);
+        }
         if let LoggedOp::Control { seat, stand_in } = &op {
             match stand_in {
                 Some(profile) => state.stand_ins.insert(seat.clone(), profile.clone()),
@@ -940,10 +994,17 @@ impl Engine {
         if let LoggedOp::Command { sequence: Some(sequence), .. } = &op {
             state.queue_sequence = *sequence;
         }
+        let rearm = consumed_deadline.as_deref() == Some(EXPIRY_DEADLINE);
         if let Some(id) = consumed_deadline {
-            state.deadlines.remove(&id);
+            let consumed = state.deadlines.remove(&id);
+            if rearm {
+                arm_expiry(&mut state, consumed.map(|d| d.generation));
+            }
         }
         apply_deadline_ops(&mut state, &t.deadlines);
+        if state.position.result.is_some() {
+            state.deadlines.remove(EXPIRY_DEADLINE);
+        }
         let log = LogEntry { revision: state.revision, instant_ms: now_ms, op, trace, events };
         let publications =
             if fresh { publications(game, &live.loaded, &state, &t, &self.limits, live.watched)? } else { Vec::new() };
@@ -983,21 +1044,85 @@ struct Setup {
     /// Asked for at creation; `None`: the game's default.
     handover: Option<Handover>,
     replay_of: Option<ReplayOf>,
+    /// `None`: the match never expires (a replay).
+    expiry: Option<Expiry>,
 }
 
 /// A hand-over policy `d`'s game can follow: a declared bot, a grace within
 /// [`Handover::AFTER_MS`].
 fn check_handover(handover: &Handover, d: &juegoland_sdk::Descriptor) -> Result<(), String> {
-    if let Handover::Bot { after_ms, profile } = handover {
-        if !d.bots.contains(profile) {
-            return Err(format!("handover.profile: {} has no bot {profile:?} (bots: {})", d.id, d.bots.join(", ")));
-        }
-        if !Handover::AFTER_MS.contains(after_ms) {
-            let (lo, hi) = (Handover::AFTER_MS.start(), Handover::AFTER_MS.end());
-            return Err(format!("handover.afterMs: {after_ms} is not in {lo}..={hi}"));
-        }
+    if let Handover::Bot { profile, .. } = handover
+        && !d.bots.contains(profile)
+    {
+        return Err(format!("handover.profile: {} has no bot {profile:?} (bots: {})", d.id, d.bots.join(", ")));
+    }
+    if let Some(after_ms) = handover.after_ms()
+        && !Handover::AFTER_MS.contains(&after_ms)
+    {
+        let (lo, hi) = (Handover::AFTER_MS.start(), Handover::AFTER_MS.end());
+        return Err(format!("handover.afterMs: {after_ms} is not between {lo} and {hi}"));
     }
     Ok(())
+}
+
+/// Counts an applied command of `principal` for `seat`: a bot's principal on a seat that is
+/// not a bot's is a stand-in's move.
+fn count_move(state: &mut MatchState, principal: &str, seat: &str, now_ms: i64) {
+    let stand_in =
+        principal.starts_with(crate::state::BOT_PREFIX) && !matches!(state.seats.get(seat), Some(SeatHolder::Bot(_)));
+    let moves = state.moves.entry(seat.to_owned()).or_default();
+    if stand_in {
+        moves.stand_in += 1;
+    } else {
+        moves.own += 1;
+    }
+    state.last_move_ms = now_ms;
+}
+
+/// Whether a seat held by a human or an agent has made a move of its own (a match with no
+/// such seat counts as joined).
+fn joined(state: &MatchState) -> bool {
+    let mut held = state.seats.iter().filter(|(_, h)| matches!(h, SeatHolder::Principal(_) | SeatHolder::Agent(_)));
+    let mut any = false;
+    let moved = held.any(|(seat, _)| {
+        any = true;
+        state.moves.get(seat).is_some_and(|m| m.own > 0)
+    });
+    moved || !any
+}
+
+/// When the match's expiry is due next, from its state: `unjoined_ms` after its creation
+/// until it is joined, then `idle_ms` after its last move; `None` when that one is off.
+fn expiry_due(state: &MatchState) -> Option<i64> {
+    let expiry = state.expiry?;
+    let since = |ms: u64| i64::try_from(ms).ok().filter(|ms| *ms > 0);
+    if !joined(state) {
+        if let Some(ms) = since(expiry.unjoined_ms) {
+            return Some(state.created_ms.saturating_add(ms));
+        }
+    }
+    let last = if state.last_move_ms > 0 { state.last_move_ms } else { state.created_ms };
+    Some(last.saturating_add(since(expiry.idle_ms)?))
+}
+
+/// Arms the match's expiry (again), if it expires: due as [`expiry_due`] says, with the
+/// generation after the previous expiry's. Its generations are its own, not the match's
+/// `next_generation`, so that the rules' deadlines take the same generations with or without
+/// it (a replay match, which never expires, fires its source's deadlines by generation).
+fn arm_expiry(state: &mut MatchState, previous: Option<u64>) {
+    let Some(due_ms) = expiry_due(state) else { return };
+    let generation = previous.map_or(1, |g| g + 1);
+    state.deadlines.insert(EXPIRY_DEADLINE.to_owned(), Deadline { generation, due_ms, payload: Value::Null });
+}
+
+/// The reason the match expires at `now_ms`, if it does: unjoined past its first window,
+/// or idle past its idle time.
+fn expired(state: &MatchState, now_ms: i64) -> Option<&'static str> {
+    let due = expiry_due(state)?;
+    if now_ms < due {
+        return None;
+    }
+    Some(if joined(state) { EXPIRED_ABANDONED } else { EXPIRED_UNJOINED })
 }
 
 /// The transition that changes nothing (a seat changing hands): the same position, flow and

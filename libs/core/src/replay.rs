@@ -76,8 +76,9 @@ pub fn replay(registry: &Registry, stored: &MatchState, log: &[LogEntry]) -> Res
         if entry.revision != expected {
             return Err(ReplayError::RevisionGap { index: i + 1, expected, found: entry.revision });
         }
-        if let LoggedOp::Control { .. } = &entry.op {
-            // A seat changed hands: the position stays as it was.
+        if matches!(&entry.op, LoggedOp::Control { .. } | LoggedOp::Lifecycle { .. }) && !entry.op.is_decision() {
+            // A seat changed hands, or the engine armed the match's expiry again: the
+            // position stays as it was.
             carry(expected, &mut position, &mut span, &mut spans)?;
             if expected == stored.revision {
                 same_state(&*span.1, &position, stored)?;

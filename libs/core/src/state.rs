@@ -118,11 +118,99 @@ pub struct MatchState {
     /// Set on a replay match: the stored match it plays back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<ReplayOf>,
+    /// Each seat's applied commands, by who made them: whoever holds the seat, or a bot
+    /// standing in for its away human. Empty for a match without a move (and counted only
+    /// from the version that added it for matches stored before).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moves: BTreeMap<Seat, SeatMoves>,
+    /// The captured instant of the last applied command; 0 before the first.
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub last_move_ms: i64,
+    /// When the match ends by itself if nobody plays it ([`Expiry`]); absent for matches
+    /// stored before expiry existed, and for replay matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<Expiry>,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
+}
+
+/// One seat's applied commands: `own`, made by whoever holds the seat (its human, agent, bot
+/// or replay script), and `stand_in`, made by a bot standing in for its away human or agent.
+/// A result's consumer (ratings) tells a game the humans played from one bots finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeatMoves {
+    #[serde(default)]
+    pub own: u64,
+    #[serde(default)]
+    pub stand_in: u64,
+}
+
+/// How long a match may wait for play before it ends by itself, cancelled: `unjoined_ms`
+/// after its creation while no seat held by a human or an agent has moved (reason
+/// [`EXPIRED_UNJOINED`]), and `idle_ms` after its last move once one has (reason
+/// [`EXPIRED_ABANDONED`]). 0 turns either off. The engine keeps it as a deadline of its own,
+/// [`EXPIRY_DEADLINE`], durable and fired like the rules' deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expiry {
+    #[serde(default = "Expiry::default_unjoined_ms")]
+    pub unjoined_ms: u64,
+    #[serde(default = "Expiry::default_idle_ms")]
+    pub idle_ms: u64,
+}
+
+impl Default for Expiry {
+    fn default() -> Self {
+        Self { unjoined_ms: Self::default_unjoined_ms(), idle_ms: Self::default_idle_ms() }
+    }
+}
+
+impl Expiry {
+    /// The bounds of either time, when on (one second to thirty days).
+    pub const RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=2_592_000_000;
+
+    /// Half an hour for the players to make a first move.
+    pub fn default_unjoined_ms() -> u64 {
+        1_800_000
+    }
+
+    /// A day without a move.
+    pub fn default_idle_ms() -> u64 {
+        86_400_000
+    }
+
+    /// A refusal naming the field that is out of range.
+    pub fn check(&self) -> Result<(), String> {
+        for (field, ms) in [("expiry.unjoinedMs", self.unjoined_ms), ("expiry.idleMs", self.idle_ms)] {
+            if ms != 0 && !Self::RANGE_MS.contains(&ms) {
+                let (low, high) = (Self::RANGE_MS.start(), Self::RANGE_MS.end());
+                return Err(format!("{field}: {ms} is not 0 (off) or between {low} and {high}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The engine's own deadline: the match's [`Expiry`]. Rules may not name a deadline with
+/// the `engine:` prefix.
+pub const EXPIRY_DEADLINE: &str = "engine:expiry";
+
+/// The prefix of deadline ids the engine keeps for itself.
+pub const ENGINE_DEADLINE_PREFIX: &str = "engine:";
+
+/// The reason code of a match cancelled because no human or agent seat moved in time.
+pub const EXPIRED_UNJOINED: &str = "match.expired.unjoined";
+
+/// The reason code of a match cancelled because nobody moved for its idle time, or because
+/// a seat's human left it under the `cancel` hand-over policy.
+pub const EXPIRED_ABANDONED: &str = "match.expired.abandoned";
 
 /// The principal under which a bot seat's commands are receipted: `bot:<seat>`. Platform
 /// principals may not start with it (creation refuses them).
@@ -359,9 +447,16 @@ pub enum LoggedOp {
 
 impl LoggedOp {
     /// Whether the operation is a decision of the match (what a replay plays back): every
-    /// operation but its creation and a seat changing hands.
+    /// operation but its creation, a seat changing hands and the engine's expiry armed again.
     pub fn is_decision(&self) -> bool {
-        !matches!(self, Self::Create { .. } | Self::Control { .. })
+        match self {
+            Self::Create { .. } | Self::Control { .. } => false,
+            // The engine arming a match's expiry again: housekeeping, not play.
+            Self::Lifecycle { event: Lifecycle::DeadlineExpired { id, .. }, .. } => {
+                !id.starts_with(ENGINE_DEADLINE_PREFIX)
+            }
+            Self::Command { .. } | Self::Lifecycle { .. } | Self::Cancel { .. } => true,
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use juegoland_api::{Created, MatchDirectory, MatchError, MatchQuery, Matches};
 use juegoland_bus::Bus;
-use juegoland_core::{GameChoice, LifecycleRequest, SeatHolder};
+use juegoland_core::{CreateOptions, GameChoice, LifecycleRequest, SeatHolder};
 use juegoland_packages::public::{PublicError, public_file, public_lock, published_game_manifest, published_versions};
 use juegoland_sdk::Handover;
 use serde::{Deserialize, Serialize};
@@ -590,9 +590,14 @@ struct CreateMatch {
     #[serde(default = "empty_object")]
     config: Value,
     /// Who plays a seat whose human is away (`{"kind":"bot","afterMs":30000,"profile":"default"}`,
-    /// `{"kind":"off"}`, `{"kind":"clock"}`); by default the game's own policy (`GET /v1/games`).
+    /// `{"kind":"off"}`, `{"kind":"clock"}`, `{"kind":"forfeit","afterMs":30000}`,
+    /// `{"kind":"cancel","afterMs":30000}`); by default the game's own policy (`GET /v1/games`).
     #[serde(default)]
     handover: Option<Handover>,
+    /// When the match ends by itself if nobody plays it (`{"unjoinedMs":1800000,
+    /// "idleMs":86400000}`, 0 turns either off); by default those.
+    #[serde(default)]
+    expiry: Option<juegoland_core::Expiry>,
 }
 
 fn empty_object() -> Value {
@@ -621,7 +626,7 @@ async fn create_match(
     let created = state
         .inner
         .matches
-        .create_pinned(game, seats, &req.config, req.handover)
+        .create_pinned(game, seats, &req.config, CreateOptions { handover: req.handover, expiry: req.expiry })
         .await
         .map_err(|e| match_problem(e, None))?;
     Ok((StatusCode::CREATED, Json(created_body(created))).into_response())

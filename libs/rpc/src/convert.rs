@@ -20,7 +20,7 @@ use crate::pb::match_request::Request;
 /// A request on the wire.
 pub fn request_to_pb(request: &MatchRequest) -> pb::MatchRequest {
     let request = match request {
-        MatchRequest::Create { match_id, game, seats, config, handover } => Request::Create(pb::CreateMatchRequest {
+        MatchRequest::Create { match_id, game, seats, config, options } => Request::Create(pb::CreateMatchRequest {
             match_id: match_id.to_string(),
             game: Some(pb::GameKey {
                 id: game.id.clone(),
@@ -29,7 +29,8 @@ pub fn request_to_pb(request: &MatchRequest) -> pb::MatchRequest {
             seats: seats_to_pb(seats),
             config_json: config.to_string(),
             package_version: game.package_version.clone().unwrap_or_default(),
-            handover_json: handover.as_ref().map(to_json).unwrap_or_default(),
+            handover_json: options.handover.as_ref().map(to_json).unwrap_or_default(),
+            expiry_json: options.expiry.as_ref().map(to_json).unwrap_or_default(),
         }),
         MatchRequest::Replay { match_id, source, speed_percent } => Request::Replay(pb::ReplayMatchRequest {
             match_id: match_id.to_string(),
@@ -107,7 +108,10 @@ pub fn request(request: pb::MatchRequest) -> Result<MatchRequest, MatchError> {
             seats: seats(r.seats)?,
             config: serde_json::from_str(&r.config_json)
                 .map_err(|e| MatchError::Invalid(format!("config_json: {e}")))?,
-            handover: from_json_field("handover_json", &r.handover_json)?,
+            options: juegoland_core::CreateOptions {
+                handover: from_json_field("handover_json", &r.handover_json)?,
+                expiry: from_json_field("expiry_json", &r.expiry_json)?,
+            },
         }),
         Request::Replay(r) => Ok(MatchRequest::Replay {
             match_id: match r.match_id.as_str() {
@@ -227,6 +231,8 @@ fn seat_summary_to_pb(seat: &SeatSummary) -> pb::SeatSummary {
             Controller::Handover { profile, .. } => profile.clone(),
             _ => String::new(),
         },
+        own_moves: seat.moves.own,
+        stand_in_moves: seat.moves.stand_in,
     }
 }
 
@@ -318,6 +324,7 @@ pub fn match_page_to_pb(page: &MatchPage) -> pb::MatchPage {
                     controller: s.controller.clone(),
                     status: s.status,
                     team: None,
+                    moves: Default::default(),
                 })
             })
             .collect(),
@@ -396,7 +403,8 @@ fn seat_summary(seat: pb::SeatSummary) -> Result<SeatSummary, MatchError> {
         other => return Err(invalid("seats.status", other)),
     };
     let team = Some(seat.team).filter(|t| !t.is_empty());
-    Ok(SeatSummary { seat: seat.seat, controller, status, team })
+    let moves = juegoland_core::SeatMoves { own: seat.own_moves, stand_in: seat.stand_in_moves };
+    Ok(SeatSummary { seat: seat.seat, controller, status, team, moves })
 }
 
 fn summary(s: pb::MatchSummary) -> Result<MatchSummary, MatchError> {

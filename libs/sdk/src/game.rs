@@ -134,11 +134,37 @@ pub enum Handover {
     /// The game's turn clock decides (its default move or timeout); the engine hands nothing
     /// over.
     Clock,
+    /// Nobody plays for an away human: once it has been away `afterMs`, its seat is withdrawn
+    /// (a forfeit), and the game's withdrawal policy decides what follows (in a game of two,
+    /// the other seat wins).
+    #[serde(rename_all = "camelCase")]
+    Forfeit {
+        #[schemars(range(min = 1000, max = 3_600_000))]
+        after_ms: u64,
+    },
+    /// Nobody plays for an away human: once it has been away `afterMs`, the whole match is
+    /// cancelled (no winners), so that no result counts.
+    #[serde(rename_all = "camelCase")]
+    Cancel {
+        #[schemars(range(min = 1000, max = 3_600_000))]
+        after_ms: u64,
+    },
 }
 
 impl Handover {
     /// The longest grace a policy may give (one hour) and the shortest (one second).
     pub const AFTER_MS: std::ops::RangeInclusive<u64> = 1_000..=3_600_000;
+
+    /// How long an away human keeps its seat before the policy acts; `None` for the
+    /// policies that never act (`off`, `clock`).
+    pub fn after_ms(&self) -> Option<u64> {
+        match self {
+            Handover::Bot { after_ms, .. } | Handover::Forfeit { after_ms } | Handover::Cancel { after_ms } => {
+                Some(*after_ms)
+            }
+            Handover::Off | Handover::Clock => None,
+        }
+    }
 }
 
 /// Who a projection or offer list is for.

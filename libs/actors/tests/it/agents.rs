@@ -11,7 +11,7 @@ use juegoland_actors::{Host, HostConfig, Metrics};
 use juegoland_api::Matches;
 use juegoland_bus::LocalBus;
 use juegoland_conecta4::Conecta4;
-use juegoland_core::{ControllerKind, Engine, GameKey, LogEntry, LoggedOp, Registry, SeatHolder};
+use juegoland_core::{ControllerKind, CreateOptions, Engine, GameKey, LogEntry, LoggedOp, Registry, SeatHolder};
 use juegoland_protocol::{AckStatus, ErrorCode, Recovery, ServerMessage};
 use juegoland_sdk::{
     AgentLimits, Corrupt, Descriptor, Game, Handover, Lifecycle, Offer, Pos, Projection, Recipient, RuleError,
@@ -214,7 +214,12 @@ async fn under_a_bot_policy_the_stand_in_plays_an_overrun_turn_and_hands_the_sea
     let (host, prom) = host().await;
     let handover = Handover::Bot { after_ms: 60_000, profile: juegoland_conecta4::BOT_DEFAULT.into() };
     let created = host
-        .create_pinned(hasty().into(), seats(SeatHolder::Agent("default".into())), &json!({}), Some(handover))
+        .create_pinned(
+            hasty().into(),
+            seats(SeatHolder::Agent("default".into())),
+            &json!({}),
+            CreateOptions { handover: Some(handover), expiry: None },
+        )
         .await
         .unwrap();
     let m = created.match_id;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use juegoland_actors::HostConfig;
 use juegoland_api::Matches;
-use juegoland_core::{ControllerKind, SeatHolder};
+use juegoland_core::{ControllerKind, CreateOptions, SeatHolder};
 use juegoland_sdk::Handover;
 use serde_json::json;
 
@@ -29,7 +29,16 @@ async fn an_unrenewed_presence_lapses_and_the_bot_stands_in_while_a_renewed_one_
     let (host, _store, _prom) = host_with(HostConfig { presence_lease: LEASE, ..Default::default() }).await;
     let handover = Handover::Bot { after_ms: 1_000, profile: juegoland_conecta4::BOT_DEFAULT.into() };
     let bob = SeatHolder::Principal("bob".into());
-    let m = host.create_pinned((&key()).into(), seats(bob), &json!({}), Some(handover)).await.unwrap().match_id;
+    let m = host
+        .create_pinned(
+            (&key()).into(),
+            seats(bob),
+            &json!({}),
+            CreateOptions { handover: Some(handover), expiry: None },
+        )
+        .await
+        .unwrap()
+        .match_id;
     host.presence(m, "alice", "gw-a/1", true).await.unwrap();
     host.presence(m, "bob", "gw-b/1", true).await.unwrap();
     // Alice's gateway renews; bob's died without telling (no absence, no renewal).

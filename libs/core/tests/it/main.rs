@@ -6,6 +6,7 @@ mod acceptance;
 mod agents;
 mod check;
 mod choice;
+mod expiry;
 mod fixture;
 mod golden;
 mod harness;

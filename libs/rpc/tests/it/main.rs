@@ -7,7 +7,7 @@ use juegoland_api::{
     Controller, Created, MatchError, MatchReply, MatchRequest, MatchStatus, MatchSummary, Refusal, SeatSummary,
     SyncReply,
 };
-use juegoland_core::{GameChoice, GameKey, LifecycleRequest, PackagePin, SeatHolder};
+use juegoland_core::{CreateOptions, Expiry, GameChoice, GameKey, LifecycleRequest, PackagePin, SeatHolder};
 use juegoland_protocol::{Action, CommandEnvelope, ErrorCode, ErrorMessage, Precondition, ServerMessage};
 use juegoland_rpc::{from_status, pb, reply, reply_to_pb, request, request_to_pb, seats, seats_to_pb, to_status};
 use juegoland_sdk::{Handover, MatchResult, Outcome, ParticipantStatus};
@@ -64,7 +64,7 @@ fn every_request_and_reply_round_trips() {
             game: GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }.into(),
             seats: BTreeMap::new(),
             config: json!({}),
-            handover: None,
+            options: CreateOptions::default(),
         },
         MatchRequest::Create {
             match_id: m,
@@ -74,7 +74,10 @@ fn every_request_and_reply_round_trips() {
                 ("p1".to_string(), SeatHolder::Bot("default".into())),
             ]),
             config: json!({ "clock": { "initialMs": 1000 } }),
-            handover: Some(Handover::Bot { after_ms: 30_000, profile: "default".into() }),
+            options: CreateOptions {
+                handover: Some(Handover::Bot { after_ms: 30_000, profile: "default".into() }),
+                expiry: Some(Expiry { unjoined_ms: 0, idle_ms: 3_600_000 }),
+            },
         },
         MatchRequest::Replay { match_id: m, source: Uuid::from_u128(9), speed_percent: 250 },
         MatchRequest::Presence { match_id: m, principal: "alice".into(), subscription: "s-1".into(), present: true },
@@ -175,30 +178,35 @@ fn summary(result: Option<MatchResult>) -> MatchSummary {
                 controller: Controller::Human { principal: "alice".into() },
                 status: ParticipantStatus::Active,
                 team: Some("a".into()),
+                moves: Default::default(),
             },
             SeatSummary {
                 seat: "p1".into(),
                 controller: Controller::Bot { profile: "default".into() },
                 status: ParticipantStatus::Withdrawn,
                 team: None,
+                moves: Default::default(),
             },
             SeatSummary {
                 seat: "p2".into(),
                 controller: Controller::Handover { principal: "carol".into(), profile: "default".into() },
                 status: ParticipantStatus::Active,
                 team: Some("a".into()),
+                moves: juegoland_core::SeatMoves { own: 7, stand_in: 33 },
             },
             SeatSummary {
                 seat: "p3".into(),
                 controller: Controller::Replay,
                 status: ParticipantStatus::Active,
                 team: None,
+                moves: Default::default(),
             },
             SeatSummary {
                 seat: "p4".into(),
                 controller: Controller::Agent { profile: "default".into() },
                 status: ParticipantStatus::Active,
                 team: Some("a".into()),
+                moves: Default::default(),
             },
         ],
         result,
@@ -226,6 +234,7 @@ fn bad_fields_are_invalid_and_named() {
     // A creation without an id gets one.
     let create = pb::CreateMatchRequest {
         handover_json: String::new(),
+        expiry_json: String::new(),
         match_id: String::new(),
         game: Some(pb::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }),
         seats: Default::default(),

@@ -409,7 +409,7 @@ pub async fn create_with(client: &mut RouterClient, config_json: &str) -> Uuid {
         game: juegoland_core::GameKey { id: "conecta4".into(), rules_version: "1.0.0".into() }.into(),
         seats,
         config: serde_json::from_str(config_json).expect("a JSON config"),
-        handover: None,
+        options: Default::default(),
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

@@ -338,7 +338,7 @@ async fn a_cluster_orders_queue_commands_on_the_owning_node() {
         game: juegoland_core::GameKey { id: "laberinto".into(), rules_version: "1.0.0".into() }.into(),
         seats,
         config: json!({"width": 7, "height": 7, "countdownMs": 0, "cooldownMs": 0}),
-        handover: None,
+        options: Default::default(),
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     while let Err(e) = router_call(&mut client, &create).await {

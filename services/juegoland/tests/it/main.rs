@@ -1,5 +1,6 @@
 //! End-to-end tests against the running `juegoland dev` binary, over real sockets.
 
+mod abandoned;
 mod abuse;
 mod agents;
 mod authz;

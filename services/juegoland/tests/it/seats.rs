@@ -63,7 +63,8 @@ async fn a_bot_plays_an_away_human_s_seat_after_the_grace_and_hands_it_back_when
     let (_, summary) = server.http("GET", &format!("/v1/matches/{m}"), None).await;
     assert_eq!(
         summary["seats"][1],
-        json!({"seat": "p1", "controller": {"kind": "handover", "principal": "bob", "profile": "default"}, "status": "active"}),
+        json!({"seat": "p1", "controller": {"kind": "handover", "principal": "bob", "profile": "default"},
+               "status": "active", "moves": {"own": 0, "standIn": 1}}),
         "{summary}"
     );
 
@@ -124,7 +125,7 @@ async fn a_hand_over_policy_the_game_cannot_follow_is_refused_naming_the_field()
 }
 
 /// Creates a match of bots only and waits for its end; answers its id and final summary.
-async fn played_by_bots(server: &Server, game: &str, seats: usize, config: Value) -> (String, Value) {
+pub(crate) async fn played_by_bots(server: &Server, game: &str, seats: usize, config: Value) -> (String, Value) {
     let bots: serde_json::Map<String, Value> =
         (0..seats).map(|i| (format!("p{i}"), json!({"bot": "default"}))).collect();
     let (status, body) =
@@ -135,7 +136,7 @@ async fn played_by_bots(server: &Server, game: &str, seats: usize, config: Value
 }
 
 /// The summary of `m` once it is over.
-async fn finished(server: &Server, m: &str) -> Value {
+pub(crate) async fn finished(server: &Server, m: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, summary) = server.http("GET", &format!("/v1/matches/{m}"), None).await;
