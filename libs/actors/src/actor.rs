@@ -686,7 +686,7 @@ impl MatchActor {
         if !state.live().spectators() {
             let mut e = ErrorMessage::new(ErrorCode::Forbidden);
             e.match_id = Some(state.live().state().match_id);
-            e.message_key = juegoland_api::NO_SPECTATORS_KEY.to_owned();
+            e.message_key = juegoland_api::NO_SPECTATORS_KEY.into();
             return Err(e);
         }
         self.snapshot_for(state, Recipient::Spectator)

@@ -352,6 +352,7 @@ mod tests {
                 "ILLEGAL INTERNAL 409 9",
                 "INVALID_REASON INTERNAL 400 9",
                 "INVALID_HANDOVER INTERNAL 400 9",
+                "INVALID_EXPIRY INTERNAL 400 9",
                 "INVALID_REPLAY INTERNAL 400 9",
             ]
         );

@@ -23,8 +23,8 @@ pub use check::OutputSchema;
 pub use migration::{Migration, MigrationError, MigrationMark};
 pub use packages::{ChoiceError, GameChoice, PinError, PublishedGame, PublishedPackages};
 pub use pipeline::{
-    CreateError, CreateOptions, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch, Pending,
-    valid_reason_code,
+    CreateError, CreateOptions, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch,
+    MAX_PRINCIPAL_CHARS, Pending, valid_reason_code,
 };
 pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};

@@ -23,6 +23,10 @@ use crate::state::{
     LoggedOp, MatchState, Receipt, ReceiptKey, ReceiptOutcome, ReplayOf, SeatHolder, StoredMatch,
 };
 
+/// The longest principal a seat may be given, in characters (a token's `sub` has the same
+/// bound).
+pub const MAX_PRINCIPAL_CHARS: usize = 128;
+
 /// Limits the engine enforces on rules' outputs.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -585,35 +589,69 @@ impl Engine {
         let game = loaded_game.key();
         let d = loaded_game.descriptor();
         let n = seats.len();
-        if n < d.min_seats as usize || n > d.max_seats as usize {
-            return Err(CreateError::InvalidSeats(format!("{} needs {}..={} seats", d.id, d.min_seats, d.max_seats)));
+        let (min, max) = (d.min_seats as usize, d.max_seats as usize);
+        let wanted = |n: usize| seat_ids(n).join(", ");
+        if n < min {
+            let missing: Vec<Seat> = seat_ids(min).into_iter().filter(|s| !seats.contains_key(s)).collect();
+            let at = match missing.as_slice() {
+                [one] => format!("seats.{one}"),
+                _ => "seats".to_owned(),
+            };
+            let needs = if min == max { format!("exactly {min}") } else { format!("{min} to {max}") };
+            return Err(CreateError::InvalidSeats(format!(
+                "{at}: {} needs {needs} seats ({}), {n} given; missing {}",
+                d.id,
+                wanted(min),
+                missing.join(", ")
+            )));
+        }
+        if n > max {
+            let needs = if min == max { format!("exactly {max}") } else { format!("{min} to {max}") };
+            return Err(CreateError::InvalidSeats(format!("seats: {} needs {needs} seats, {n} given", d.id)));
         }
         if seats.keys().cloned().collect::<Vec<_>>() != sorted_seat_ids(n) {
-            return Err(CreateError::InvalidSeats("seats must be p0..p(n-1)".into()));
+            let stray: Vec<&Seat> = seats.keys().filter(|s| !seat_ids(n).contains(s)).collect();
+            return Err(CreateError::InvalidSeats(format!(
+                "seats.{}: {n} seats are named {}",
+                stray.first().map_or("?", |s| s.as_str()),
+                wanted(n)
+            )));
         }
         for (seat, holder) in &seats {
             match holder {
                 SeatHolder::Principal(p) if crate::state::RESERVED_PREFIXES.iter().any(|r| p.starts_with(r)) => {
                     let reserved = crate::state::RESERVED_PREFIXES.join("\", \"");
                     return Err(CreateError::InvalidSeats(format!(
-                        "{seat}: principals may not start with \"{reserved}\""
+                        "seats.{seat}: principals may not start with \"{reserved}\""
                     )));
                 }
                 SeatHolder::Replay if setup.replay_of.is_none() => {
-                    return Err(CreateError::InvalidSeats(format!("{seat}: only a replay match has replay seats")));
+                    return Err(CreateError::InvalidSeats(format!(
+                        "seats.{seat}: only a replay match has replay seats"
+                    )));
                 }
-                SeatHolder::Principal(p) if p.is_empty() => {
-                    return Err(CreateError::InvalidSeats(format!("{seat} has an empty principal")));
+                SeatHolder::Principal(p) if p.is_empty() || p.chars().count() > MAX_PRINCIPAL_CHARS => {
+                    return Err(CreateError::InvalidSeats(format!(
+                        "seats.{seat}: a principal is 1 to {MAX_PRINCIPAL_CHARS} characters, not {}",
+                        p.chars().count()
+                    )));
                 }
                 SeatHolder::Bot(profile) if !d.bots.contains(profile) => {
-                    return Err(CreateError::InvalidSeats(format!("{seat}: {} has no bot {profile:?}", d.id)));
+                    return Err(CreateError::InvalidSeats(format!(
+                        "seats.{seat}: {} has no bot {profile:?} (bots: {})",
+                        d.id,
+                        d.bots.join(", ")
+                    )));
                 }
                 SeatHolder::Agent(profile) if d.agents.as_ref().and_then(|a| a.profile(profile)).is_none() => {
                     let declared = match &d.agents {
                         Some(_) => "no agent profile",
                         None => "no agent seats, so no agent profile",
                     };
-                    return Err(CreateError::InvalidSeats(format!("{seat}: {} declares {declared} {profile:?}", d.id)));
+                    return Err(CreateError::InvalidSeats(format!(
+                        "seats.{seat}: {} declares {declared} {profile:?}",
+                        d.id
+                    )));
                 }
                 _ => {}
             }
@@ -621,7 +659,7 @@ impl Engine {
         let principals: Vec<_> =
             seats.values().filter_map(|h| if let SeatHolder::Principal(p) = h { Some(p) } else { None }).collect();
         if principals.iter().enumerate().any(|(i, p)| principals[..i].contains(p)) {
-            return Err(CreateError::InvalidSeats("a principal may hold only one seat".into()));
+            return Err(CreateError::InvalidSeats("seats: a principal may hold only one seat".into()));
         }
         if let Some(message) = unknown_config_field(&loaded_game.game.schemas().config, config) {
             return Err(CreateError::InvalidConfig(message));
@@ -1096,10 +1134,10 @@ fn joined(state: &MatchState) -> bool {
 fn expiry_due(state: &MatchState) -> Option<i64> {
     let expiry = state.expiry?;
     let since = |ms: u64| i64::try_from(ms).ok().filter(|ms| *ms > 0);
-    if !joined(state) {
-        if let Some(ms) = since(expiry.unjoined_ms) {
-            return Some(state.created_ms.saturating_add(ms));
-        }
+    if !joined(state)
+        && let Some(ms) = since(expiry.unjoined_ms)
+    {
+        return Some(state.created_ms.saturating_add(ms));
     }
     let last = if state.last_move_ms > 0 { state.last_move_ms } else { state.created_ms };
     Some(last.saturating_add(since(expiry.idle_ms)?))
@@ -1216,8 +1254,8 @@ fn check_precondition(
         (ConflictPolicy::Queue, Precondition::Queue) => Ok(()),
         // A precondition of the wrong kind was not built from an offer of this action: a
         // `queue` action refuses `match` and `actor` preconditions, and the other two refuse
-        // `queue`.
-        _ => Err(RejectionCode::IllegalAction),
+        // `queue` and each other's.
+        _ => Err(RejectionCode::PreconditionMismatch),
     }
 }
 

@@ -147,7 +147,7 @@ impl AgentSeats {
         }
         let forbidden = || {
             let mut e = ErrorMessage::new(ErrorCode::Forbidden).with_match_id(match_id);
-            e.message_key = juegoland_api::AGENT_ONLY_KEY.to_owned();
+            e.message_key = juegoland_api::AGENT_ONLY_KEY.into();
             e
         };
         let summary = gateway.matches.describe(match_id).await.map_err(|e| host_error(gateway, &e, Some(match_id)))?;

@@ -467,9 +467,8 @@ impl Tokens {
     }
 }
 
-/// The longest principal (`sub`) a token may carry, in characters: the same bound as a
-/// seat's principal at creation.
-pub const MAX_PRINCIPAL_CHARS: usize = 128;
+/// The longest principal (`sub`) a token may carry, in characters: a seat's bound.
+pub use juegoland_core::MAX_PRINCIPAL_CHARS;
 
 impl Claims {
     /// A principal's claims, with no scope and no times yet.

@@ -159,7 +159,7 @@ pub(crate) async fn serve_frames(
     let spectator_only = || {
         gateway.metrics.errors.with_label_values(&[ErrorCode::Forbidden.as_str()]).inc();
         let mut e = ErrorMessage::new(ErrorCode::Forbidden);
-        e.message_key = juegoland_api::SPECTATOR_ONLY_KEY.to_owned();
+        e.message_key = juegoland_api::SPECTATOR_ONLY_KEY.into();
         e
     };
     // An agent's grant: it plays the one match it names, as its seat (its principal is that
@@ -169,7 +169,7 @@ pub(crate) async fn serve_frames(
     let agent_only = || {
         gateway.metrics.errors.with_label_values(&[ErrorCode::Forbidden.as_str()]).inc();
         let mut e = ErrorMessage::new(ErrorCode::Forbidden);
-        e.message_key = juegoland_api::AGENT_ONLY_KEY.to_owned();
+        e.message_key = juegoland_api::AGENT_ONLY_KEY.into();
         e
     };
     let mut frames = std::pin::pin!(frames);
@@ -209,7 +209,17 @@ pub(crate) async fn serve_frames(
                 Rate::Limited => {
                     Refusal::RateLimited.count(&gateway.metrics.refused);
                     gateway.metrics.errors.with_label_values(&[ErrorCode::RateLimited.as_str()]).inc();
-                    out.send(&ErrorMessage::new(ErrorCode::RateLimited).into());
+                    // Named after the message it refuses, when that message reads (the
+                    // client resends that one).
+                    let e = ErrorMessage::new(ErrorCode::RateLimited);
+                    let e = match &frame {
+                        Frame::Text { bytes, .. } => match decode_client(bytes) {
+                            Ok(message) => message.answered_by(e),
+                            Err(_) => e,
+                        },
+                        _ => e,
+                    };
+                    out.send(&e.into());
                     continue;
                 }
                 Rate::Sustained => {

@@ -229,11 +229,34 @@ fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
     let invalid = |message: String| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message);
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| match e.path().to_string() {
-        path if path == "." => invalid(e.inner().to_string()),
-        path => invalid(e.inner().to_string()).at(path),
+        // Not valid JSON at all (no field to name: the message says where, line and column).
+        path if path == "." || path == "?" => invalid(e.inner().to_string()),
+        path => invalid(format!("{path}: {}", e.inner())).at(path),
     })?;
     de.end().map_err(|e| invalid(e.to_string()))?;
     Ok(value)
+}
+
+/// A query string decoded strictly: an unknown parameter or a value of the wrong type is
+/// `400 INVALID_REQUEST` naming the parameter (`limit: invalid digit found in string`).
+fn strict_query<T: for<'de> Deserialize<'de>>(uri: &Uri) -> Result<T, Problem> {
+    let query = uri.query().unwrap_or("");
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(query));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        // serde names an unknown parameter in its message; take its name as the field.
+        let unknown = message.strip_prefix("unknown field `").and_then(|rest| rest.split('`').next());
+        match unknown {
+            Some(name) => problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message.clone()).at(name),
+            None if path == "." || path == "?" => problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message),
+            None => problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", format!("{path}: {message}")).at(path),
+        }
+    })
+}
+
+fn form_urlencoded_parse(query: &str) -> form_urlencoded::Parse<'_> {
+    form_urlencoded::parse(query.as_bytes())
 }
 
 /// Runs a public-package read off the async threads (it reads and hashes files) and maps
@@ -356,8 +379,9 @@ fn match_problem(e: MatchError, match_id: Option<Uuid>) -> Problem {
     let code = e.code();
     match e {
         MatchError::Refused { refusal, message } => {
+            let field = refusal.field().map(|field| specific_field(field, &message));
             let p = problem(status, refusal.code(), message);
-            match refusal.field() {
+            match field {
                 Some(field) => p.at(field),
                 None => p,
             }
@@ -371,6 +395,20 @@ fn match_problem(e: MatchError, match_id: Option<Uuid>) -> Problem {
             tracing::error!(match_id = ?match_id, error = %m, "match operation failed");
             problem(status, code, "internal error")
         }
+    }
+}
+
+/// The part of `field` a refusal's message names, where it starts with its path
+/// (`config.rows: 12 is …` → `config.rows`, `seats.p1: …` → `seats.p1`), else `field`.
+fn specific_field(field: &str, message: &str) -> String {
+    match message.split_once(": ") {
+        Some((path, _))
+            if path.strip_prefix(field).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+                && !path.contains(' ') =>
+        {
+            path.to_owned()
+        }
+        _ => field.to_owned(),
     }
 }
 
@@ -710,15 +748,11 @@ struct ListQuery {
 /// `GET /v1/matches?principal=&game=&status=active|finished&after=&limit=`: the matches that
 /// fit, newest first, `limit` (1..=100, default 20) a page, and `next`, the `after` of the
 /// following page while a page is full.
-async fn list_matches(
-    State(state): State<EdgeState>,
-    _: Platform,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Response, Problem> {
+async fn list_matches(State(state): State<EdgeState>, _: Platform, uri: Uri) -> Result<Response, Problem> {
     let Some(directory) = state.inner.directory.clone() else {
         return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process lists no matches"));
     };
-    let Query(q) = query.map_err(|e| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.body_text()))?;
+    let q: ListQuery = strict_query(&uri)?;
     let query = MatchQuery::parse(q.principal, q.game, q.status.as_deref(), q.after.as_deref(), q.limit)
         .map_err(invalid_field)?;
     let page = directory.list(&query).await.map_err(|e| match_problem(e, None))?;
@@ -736,15 +770,11 @@ struct FeedQuery {
 /// `GET /v1/feed?after=&limit=`: the platform's durable feed of match lifecycle events
 /// (created, seatChanged, finished, cancelled), oldest first, `limit` (1..=100, default 100) a
 /// page; `next` is where to resume. At least once: an event keeps its `id` on every delivery.
-async fn feed(
-    State(state): State<EdgeState>,
-    _: Platform,
-    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Response, Problem> {
+async fn feed(State(state): State<EdgeState>, _: Platform, uri: Uri) -> Result<Response, Problem> {
     let Some(directory) = state.inner.directory.clone() else {
         return Err(problem(StatusCode::NOT_FOUND, "NOT_FOUND", "this process serves no feed"));
     };
-    let Query(q) = query.map_err(|e| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", e.body_text()))?;
+    let q: FeedQuery = strict_query(&uri)?;
     let (after, limit) = juegoland_api::feed_query(q.after.as_deref(), q.limit).map_err(invalid_field)?;
     let page = directory.feed(after, limit).await.map_err(|e| match_problem(e, None))?;
     Ok(Json(page).into_response())
@@ -929,8 +959,10 @@ struct TokenRequest {
 async fn dev_token(State(state): State<EdgeState>, JsonBody(body): JsonBody) -> Result<Response, Problem> {
     let req: TokenRequest = strict(&body)?;
     let reserved = juegoland_core::state::RESERVED_PREFIXES;
-    if req.principal.is_empty() || req.principal.len() > 128 || reserved.iter().any(|p| req.principal.starts_with(p)) {
-        let message = format!("1 to 128 characters, not starting with {}", reserved.join(", "));
+    let chars = req.principal.chars().count();
+    let max = juegoland_core::MAX_PRINCIPAL_CHARS;
+    if chars == 0 || chars > max || reserved.iter().any(|p| req.principal.starts_with(p)) {
+        let message = format!("principal: 1 to {max} characters, not starting with {}", reserved.join(", "));
         return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", message).at("principal"));
     }
     let token = state

@@ -165,7 +165,7 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
         };
         let mut error = ErrorMessage::new(ErrorCode::Unauthenticated);
         if let Some(reason) = refused {
-            error.message_key = format!("{}.{}", error.message_key, reason.reason());
+            error.message_key = format!("{}.{}", error.message_key, reason.reason()).into();
         }
         let e = juegoland_protocol::encode(&error.into());
         match RawValue::from_string(e) {

@@ -23,11 +23,15 @@ pub enum RejectionCode {
     InvalidPayload,
     /// The match has a result; no further commands are accepted.
     MatchFinished,
+    /// The precondition is of another kind than the action's policy takes (an `actor`
+    /// precondition on a `match` action, anything but `queue` on a `queue` action): it was
+    /// not built from an offer of this action. Resync and use the offer's precondition.
+    PreconditionMismatch,
 }
 
 impl RejectionCode {
     /// Every rejection code, in declaration order.
-    pub const ALL: [RejectionCode; 7] = [
+    pub const ALL: [RejectionCode; 8] = [
         Self::IllegalAction,
         Self::StaleRevision,
         Self::StaleEpoch,
@@ -35,6 +39,7 @@ impl RejectionCode {
         Self::UnknownAction,
         Self::InvalidPayload,
         Self::MatchFinished,
+        Self::PreconditionMismatch,
     ];
 
     /// The code as it appears on the wire, e.g. `STALE_REVISION`.
@@ -47,6 +52,7 @@ impl RejectionCode {
             Self::UnknownAction => "UNKNOWN_ACTION",
             Self::InvalidPayload => "INVALID_PAYLOAD",
             Self::MatchFinished => "MATCH_FINISHED",
+            Self::PreconditionMismatch => "PRECONDITION_MISMATCH",
         }
     }
 }

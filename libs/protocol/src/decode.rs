@@ -94,6 +94,9 @@ pub struct MessageIds {
     pub subscription_id: Option<String>,
 }
 
+/// The longest decoder detail an error carries, in characters.
+pub const DETAIL_CHARS: usize = 200;
+
 /// Why bytes were not accepted as a message.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum DecodeError {
@@ -102,7 +105,13 @@ pub enum DecodeError {
     #[error("unsupported protocol version {version}")]
     UnsupportedProtocol { version: i128, ids: MessageIds },
     #[error("malformed message: {kind}")]
-    Malformed { kind: MalformedKind, ids: MessageIds },
+    Malformed {
+        kind: MalformedKind,
+        ids: MessageIds,
+        /// What the JSON decoder said of the message (`missing field `type` at line 1 column
+        /// 20`): about the client's own bytes only, at most [`DETAIL_CHARS`] characters.
+        detail: Option<Box<str>>,
+    },
 }
 
 impl DecodeError {
@@ -140,6 +149,13 @@ impl DecodeError {
     /// that could be read. Nothing of the input or of the parser's message is echoed.
     pub fn to_error_message(&self) -> ErrorMessage {
         let mut msg = ErrorMessage::new(self.code());
+        msg.detail = Some(
+            match self {
+                Self::Malformed { kind, detail: Some(detail), .. } => format!("{kind}: {detail}"),
+                other => other.to_string(),
+            }
+            .into_boxed_str(),
+        );
         if let Some(ids) = self.ids() {
             msg.match_id = ids.match_id;
             msg.command_id = ids.command_id;
@@ -181,10 +197,14 @@ pub fn decode_server_with(bytes: &[u8], limits: &Limits) -> Result<ServerMessage
     let value = StrictValue { depth: 1, ctx: &mut ctx }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     let value = value.map_err(|e| ctx.into_error(&e))?;
     let Value::Object(mut map) = value else {
-        return Err(DecodeError::Malformed { kind: MalformedKind::InvalidValue, ids: MessageIds::default() });
+        return Err(DecodeError::Malformed {
+            kind: MalformedKind::InvalidValue,
+            ids: MessageIds::default(),
+            detail: None,
+        });
     };
     let ids = ids_of(&map);
-    let malformed = |kind| DecodeError::Malformed { kind, ids: ids.clone() };
+    let malformed = |kind| DecodeError::Malformed { kind, ids: ids.clone(), detail: None };
     match map.remove("protocolVersion") {
         None => return Err(malformed(MalformedKind::MissingField)),
         Some(Value::Number(n)) => match n.as_i128() {
@@ -217,8 +237,11 @@ fn precheck<'a>(bytes: &'a [u8], limits: &Limits) -> Result<&'a str, DecodeError
     if bytes.len() > limits.max_message_bytes {
         return Err(DecodeError::TooLarge { size: bytes.len(), limit: limits.max_message_bytes });
     }
-    std::str::from_utf8(bytes)
-        .map_err(|_| DecodeError::Malformed { kind: MalformedKind::InvalidUnicode, ids: MessageIds::default() })
+    std::str::from_utf8(bytes).map_err(|_| DecodeError::Malformed {
+        kind: MalformedKind::InvalidUnicode,
+        ids: MessageIds::default(),
+        detail: None,
+    })
 }
 
 /// The ids named at the top level of a server message, for error reports.
@@ -282,11 +305,21 @@ struct Ctx {
     kind: Option<MalformedKind>,
     unsupported: Option<i128>,
     ids: MessageIds,
+    /// The protocol's names of the fields a message lacks, where the decoder knows them.
+    missing: Vec<&'static str>,
 }
 
 impl Ctx {
     fn new(limits: Limits) -> Self {
-        Self { limits, kind: None, unsupported: None, ids: MessageIds::default() }
+        Self { limits, kind: None, unsupported: None, ids: MessageIds::default(), missing: Vec::new() }
+    }
+
+    /// A missing-field failure naming the protocol fields that are missing.
+    fn missing<E: de::Error>(&mut self, fields: &[(&'static str, bool)]) -> E {
+        if self.kind.is_none() {
+            self.missing = fields.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
+        }
+        self.fail(MalformedKind::MissingField)
     }
 
     /// Records `kind` (the innermost failure wins) and returns the error to propagate.
@@ -300,7 +333,21 @@ impl Ctx {
             return DecodeError::UnsupportedProtocol { version, ids: self.ids };
         }
         let kind = self.kind.unwrap_or_else(|| classify(error));
-        DecodeError::Malformed { kind, ids: self.ids }
+        // Never the input's own text: a missing field is named by the protocol (serde's
+        // message names it), anything else only by where it is.
+        let mut detail = match kind {
+            MalformedKind::MissingField if !self.missing.is_empty() => {
+                let names: Vec<String> = self.missing.iter().map(|name| format!("`{name}`")).collect();
+                format!("missing field {}", names.join(", "))
+            }
+            MalformedKind::MissingField if error.to_string().starts_with("missing field `") => error.to_string(),
+            _ => format!("at line {} column {}", error.line(), error.column()),
+        };
+        if let Some((cut, _)) = detail.char_indices().nth(DETAIL_CHARS) {
+            detail.truncate(cut);
+            detail.push('…');
+        }
+        DecodeError::Malformed { kind, ids: self.ids, detail: Some(detail.into_boxed_str()) }
     }
 }
 
@@ -579,9 +626,25 @@ impl RawClient {
             return Err(ctx.fail(MalformedKind::UnknownField));
         }
         let (true, Some(kind)) = (self.version_seen, self.kind) else {
-            return Err(ctx.fail(MalformedKind::MissingField));
+            return Err(ctx.missing(&[("protocolVersion", self.version_seen), ("type", self.kind.is_some())]));
         };
         let Self { match_id, command_id, request_id, subscription_id, accept, precondition, action, .. } = self;
+        let present = [
+            ("matchId", match_id.is_some()),
+            ("commandId", command_id.is_some()),
+            ("requestId", request_id.is_some()),
+            ("subscriptionId", subscription_id.is_some()),
+            ("accept", accept.is_some()),
+            ("precondition", precondition.is_some()),
+            ("action", action.is_some()),
+        ];
+        let needed: &[&str] = match kind {
+            ClientType::Sync => &["requestId", "matchId", "accept"],
+            ClientType::Command => &["matchId", "commandId", "precondition", "action"],
+            ClientType::CommandStatus => &["matchId", "commandId"],
+            ClientType::Unsubscribe => &["matchId", "subscriptionId"],
+        };
+        let lacking: Vec<(&'static str, bool)> = present.iter().filter(|(n, _)| needed.contains(n)).copied().collect();
         // A field that belongs to another message type is an unknown field for this one.
         let extra = match kind {
             ClientType::Sync => command_id.is_some() || subscription_id.is_some() || precondition.is_some(),
@@ -622,7 +685,7 @@ impl RawClient {
                 _ => None,
             },
         };
-        message.ok_or_else(|| ctx.fail(MalformedKind::MissingField))
+        message.ok_or_else(|| ctx.missing(&lacking))
     }
 }
 
@@ -955,7 +1018,7 @@ mod tests {
         assert_eq!(reply.code, ErrorCode::MalformedMessage);
         assert_eq!(reply.match_id.map(|id| id.to_string()).as_deref(), Some(MATCH));
         assert_eq!(reply.command_id.map(|id| id.to_string()).as_deref(), Some(COMMAND));
-        assert_eq!(reply.message_key, "error.malformed_message");
+        assert_eq!(&*reply.message_key, "error.malformed_message");
     }
 
     #[test]

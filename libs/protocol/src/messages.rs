@@ -79,6 +79,18 @@ impl ClientMessage {
         }
     }
 
+    /// `error` answering this message: with its match and the id it names (request,
+    /// command or subscription), so that the client knows which of its messages it answers.
+    pub fn answered_by(&self, error: ErrorMessage) -> ErrorMessage {
+        let error = error.with_match_id(self.match_id());
+        match self {
+            Self::Sync(m) => error.with_request_id(m.request_id.clone()),
+            Self::Command(m) => error.with_command_id(m.command_id),
+            Self::CommandStatus(m) => error.with_command_id(m.command_id),
+            Self::Unsubscribe(m) => error.with_subscription_id(m.subscription_id.clone()),
+        }
+    }
+
     /// The match this message is about.
     pub fn match_id(&self) -> Uuid {
         match self {
@@ -531,7 +543,7 @@ pub struct ErrorMessage {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "wire_uuid_opt")]
     pub match_id: Option<Uuid>,
     pub code: ErrorCode,
-    pub message_key: String,
+    pub message_key: Box<str>,
     pub recovery: Recovery,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "wire_uuid_opt")]
     pub command_id: Option<Uuid>,
@@ -541,6 +553,12 @@ pub struct ErrorMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub subscription_id: Option<String>,
+    /// For the client's developer, never for a player: what exactly was wrong with the
+    /// request (`malformed message: missing field: missing field `type` at line 1 column
+    /// 20`). About the client's own input only; absent where the code says it all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 512))]
+    pub detail: Option<Box<str>>,
 }
 
 impl ErrorMessage {
@@ -549,11 +567,12 @@ impl ErrorMessage {
         Self {
             match_id: None,
             code,
-            message_key: code.message_key().to_owned(),
+            message_key: code.message_key().into(),
             recovery: code.default_recovery(),
             command_id: None,
             request_id: None,
             subscription_id: None,
+            detail: None,
         }
     }
 

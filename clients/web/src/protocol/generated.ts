@@ -134,7 +134,8 @@ export type RejectionCode =
   | "ACTOR_NOT_ENABLED"
   | "UNKNOWN_ACTION"
   | "INVALID_PAYLOAD"
-  | "MATCH_FINISHED";
+  | "MATCH_FINISHED"
+  | "PRECONDITION_MISMATCH";
 /**
  * Whether a command was applied or rejected.
  */
@@ -305,6 +306,12 @@ export interface GameCursor {
 export interface GameError {
   code: ErrorCode;
   commandId?: string | null;
+  /**
+   * For the client's developer, never for a player: what exactly was wrong with the
+   * request (`malformed message: missing field: missing field `type` at line 1 column
+   * 20`). About the client's own input only; absent where the code says it all.
+   */
+  detail?: string | null;
   /**
    * Missing when the message never identified a valid match.
    */

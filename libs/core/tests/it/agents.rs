@@ -31,17 +31,17 @@ fn an_agent_seat_needs_a_declared_profile() {
     let alice = || SeatHolder::Principal("alice".into());
     assert!(create("conecta4", alice(), SeatHolder::Agent("default".into())).is_ok());
     let unknown = refusal(create("conecta4", alice(), SeatHolder::Agent("grandmaster".into())));
-    assert_eq!(unknown, "p1: conecta4 declares no agent profile \"grandmaster\"");
+    assert_eq!(unknown, "seats.p1: conecta4 declares no agent profile \"grandmaster\"");
     // The fixture game declares no agent seats at all.
     let undeclared = refusal(create("prep", SeatHolder::Agent("default".into()), alice()));
-    assert_eq!(undeclared, "p0: prep declares no agent seats, so no agent profile \"default\"");
+    assert_eq!(undeclared, "seats.p0: prep declares no agent seats, so no agent profile \"default\"");
 }
 
 #[test]
 fn platform_principals_may_not_pose_as_agents() {
     let message =
         refusal(create("conecta4", SeatHolder::Principal("agent:p1".into()), SeatHolder::Bot("default".into())));
-    assert_eq!(message, "p0: principals may not start with \"bot:\", \"replay:\", \"agent:\", \"spectator:\"");
+    assert_eq!(message, "seats.p0: principals may not start with \"bot:\", \"replay:\", \"agent:\", \"spectator:\"");
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn a_queue_action_refuses_match_and_actor_preconditions_and_vice_versa() {
     for (i, (action, precondition)) in cases.into_iter().enumerate() {
         let env = h.envelope(Uuid::from_u128(100 + i as u128), precondition, action, json!({}));
         let answer = h.run("alice", &env);
-        assert_eq!(answer.ack().code, Some(RejectionCode::IllegalAction), "{action} with {precondition:?}");
+        assert_eq!(answer.ack().code, Some(RejectionCode::PreconditionMismatch), "{action} with {precondition:?}");
         assert_eq!(answer.ack().sequence, (precondition == Precondition::Queue).then_some(1));
     }
     assert_eq!(h.state().revision, 0);

@@ -208,9 +208,18 @@ impl Game for Brisca {
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
         let config = &input.config;
-        config.check().map_err(|e| RuleError::illegal(format!("invalid-config: {e}")))?;
+        config.check().map_err(|e| RuleError::illegal(format!("config.{e}")))?;
         let seats: Vec<&String> = input.participants.keys().collect();
         let expected = juegoland_sdk::seat_ids(usize::from(config.players));
+        if seats.len() != expected.len() && input.participants.values().all(|p| p.is_active()) {
+            return Err(RuleError::illegal(format!(
+                "config.players: {} does not match the {} seats given; give \"players\": {} for {} seats",
+                config.players,
+                seats.len(),
+                seats.len(),
+                seats.len()
+            )));
+        }
         if seats.len() != expected.len()
             || seats.iter().zip(&expected).any(|(a, b)| *a != b)
             || !input.participants.values().all(|p| p.is_active())

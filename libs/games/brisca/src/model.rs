@@ -46,9 +46,9 @@ impl Default for Config {
 /// Why a configuration is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("players must be 2 or 4, not {0}")]
+    #[error("players: {0} is not 2 or 4")]
     Players(u8),
-    #[error("twoTakesLow needs trumpExchange \"seven\"")]
+    #[error("twoTakesLow: true needs trumpExchange \"seven\"")]
     TwoTakesLowWithoutExchange,
 }
 

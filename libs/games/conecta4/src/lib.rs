@@ -259,7 +259,7 @@ impl Game for Conecta4 {
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
         let config = &input.config;
-        config.check_board().map_err(|_| illegal("invalid-config"))?;
+        config.check_board().map_err(RuleError::illegal)?;
         config.check_clock().map_err(|e| RuleError::illegal(format!("invalid-clock: {e}")))?;
         let seats: Vec<&str> = input.participants.keys().map(String::as_str).collect();
         if seats != ["p0", "p1"] || !input.participants.values().all(|p| p.is_active()) {

@@ -57,18 +57,25 @@ impl Default for Config {
 impl Config {
     /// Why this configuration is not playable, if it is not.
     pub fn check(&self) -> Result<(), String> {
-        self.check_board().map_err(str::to_owned)?;
+        self.check_board()?;
         self.check_clock().map_err(|e| format!("clock: {e}"))
     }
 
     /// Why the board is not playable, if it is not.
-    pub fn check_board(&self) -> Result<(), &'static str> {
-        let side = MIN_SIDE..=MAX_ROWS;
-        if !side.contains(&self.rows) || !(MIN_SIDE..=MAX_COLUMNS).contains(&self.columns) {
-            return Err("rows and columns must be between 4 and 10");
+    /// The refusal names the field, its value and the constraint.
+    pub fn check_board(&self) -> Result<(), String> {
+        if !(MIN_SIDE..=MAX_ROWS).contains(&self.rows) {
+            return Err(format!("config.rows: {} is not between {MIN_SIDE} and {MAX_ROWS}", self.rows));
         }
-        if !(MIN_CONNECT..=self.rows.min(self.columns)).contains(&self.connect) {
-            return Err("connect must be between 3 and the smaller side of the board");
+        if !(MIN_SIDE..=MAX_COLUMNS).contains(&self.columns) {
+            return Err(format!("config.columns: {} is not between {MIN_SIDE} and {MAX_COLUMNS}", self.columns));
+        }
+        let side = self.rows.min(self.columns);
+        if !(MIN_CONNECT..=side).contains(&self.connect) {
+            return Err(format!(
+                "config.connect: {} is not between {MIN_CONNECT} and {side}, the smaller side of a {}×{} board",
+                self.connect, self.rows, self.columns
+            ));
         }
         Ok(())
     }

@@ -77,7 +77,19 @@ fn setup_rejects_bad_configs_and_seats() {
     for (rows, columns, connect) in [(3, 7, 3), (6, 11, 4), (6, 7, 2), (5, 7, 6), (0, 0, 0), (10, 4, 5)] {
         let config = Config { rows, columns, connect, clock: None };
         let r = with_services(|s| Conecta4.setup(&Setup { config, participants: participants.clone() }, s));
-        assert_eq!(r.err(), Some(RuleError::illegal("invalid-config")), "{config:?}");
+        // The refusal names the field, the value and the constraint.
+        let reason = match r.err() {
+            Some(RuleError::Illegal { reason }) => reason,
+            other => panic!("{config:?}: {other:?}"),
+        };
+        let (field, value) = if !(4..=10).contains(&rows) {
+            ("rows", rows)
+        } else if !(4..=10).contains(&columns) {
+            ("columns", columns)
+        } else {
+            ("connect", connect)
+        };
+        assert!(reason.starts_with(&format!("config.{field}: {value} is not between ")), "{config:?}: {reason}");
     }
     for seats in [&["p0"][..], &["p0", "p1", "p2"], &["p0", "p2"], &["a", "b"]] {
         let participants = seats.iter().map(|s| (s.to_string(), Participant::active())).collect();

@@ -168,29 +168,34 @@ impl Config {
     /// but the fit search.
     pub fn check_shape(&self) -> Result<(), String> {
         let sides = MIN_SIDE..=MAX_SIDE;
-        if !sides.contains(&self.rows) || !sides.contains(&self.columns) {
-            return Err(format!("rows and columns must be between {MIN_SIDE} and {MAX_SIDE}"));
+        for (field, value) in [("rows", self.rows), ("columns", self.columns)] {
+            if !sides.contains(&value) {
+                return Err(format!("{field}: {value} is not between {MIN_SIDE} and {MAX_SIDE}"));
+            }
         }
         if self.fleet.is_empty() || self.fleet.len() > MAX_SHIPS {
-            return Err(format!("the fleet must have 1 to {MAX_SHIPS} ships"));
+            return Err(format!("fleet: {} ships is not 1 to {MAX_SHIPS}", self.fleet.len()));
         }
         for (i, s) in self.fleet.iter().enumerate() {
             let name_ok = !s.ship.is_empty()
                 && s.ship.len() <= MAX_NAME
                 && s.ship.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !name_ok {
-                return Err(format!("invalid ship name {:?}", s.ship));
+                return Err(format!(
+                    "fleet[{i}].ship: {:?} is not 1 to {MAX_NAME} ASCII letters, digits, - or _",
+                    s.ship
+                ));
             }
             if self.fleet[..i].iter().any(|t| t.ship == s.ship) {
-                return Err(format!("ship name {:?} appears twice", s.ship));
+                return Err(format!("fleet[{i}].ship: {:?} appears twice", s.ship));
             }
             if !(MIN_SHIP..=MAX_SHIP).contains(&s.size) {
-                return Err(format!("ship {:?} must have a size between {MIN_SHIP} and {MAX_SHIP}", s.ship));
+                return Err(format!("fleet[{i}].size: {} is not between {MIN_SHIP} and {MAX_SHIP}", s.size));
             }
         }
         let cells: u32 = self.fleet.iter().map(|s| u32::from(s.size)).sum();
         if cells > u32::from(self.rows) * u32::from(self.columns) {
-            return Err("the fleet has more cells than the board".to_owned());
+            return Err(format!("fleet: {cells} cells do not fit on a {}×{} board", self.rows, self.columns));
         }
         Ok(())
     }
@@ -203,7 +208,7 @@ impl Config {
         self.check_shape()?;
         let empty = std::collections::BTreeSet::new();
         if crate::fleet::complete(self, &Fleet::new(), &empty, None).is_none() {
-            return Err("the fleet does not fit on the board under the adjacency policy".to_owned());
+            return Err("fleet: the ships do not fit on the board under the adjacency policy".to_owned());
         }
         Ok(())
     }

@@ -236,7 +236,7 @@ impl Game for Oca {
 
     fn setup(&self, input: &Setup<Config>, services: &mut Services<'_>) -> Result<Trans<Self>, RuleError> {
         if !(1..=2).contains(&input.config.dice) {
-            return Err(illegal("invalid-config"));
+            return Err(RuleError::illegal(format!("config.dice: {} is not 1 or 2", input.config.dice)));
         }
         let seats: Vec<&String> = input.participants.keys().collect();
         let expected = juegoland_sdk::seat_ids(seats.len());

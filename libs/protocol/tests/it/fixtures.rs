@@ -128,7 +128,7 @@ fn encoded_envelopes_put_version_and_type_first() {
 
     let err: DecodeError = decode_client(crate::support::command_with_payload(r#"{"a":1,"a":1}"#).as_bytes())
         .expect_err("duplicate keys are malformed");
-    expect_test::expect![[r#"{"protocolVersion":1,"type":"game.error","matchId":"0b6e9c1e-7a4e-4c55-9a3e-2f1d3c4b5a69","code":"MALFORMED_MESSAGE","messageKey":"error.malformed_message","recovery":"none","commandId":"c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f"}"#]]
+    expect_test::expect![[r#"{"protocolVersion":1,"type":"game.error","matchId":"0b6e9c1e-7a4e-4c55-9a3e-2f1d3c4b5a69","code":"MALFORMED_MESSAGE","messageKey":"error.malformed_message","recovery":"none","commandId":"c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f","detail":"duplicate object key: at line 1 column 235"}"#]]
     .assert_eq(&encode(&err.to_error_message().into()));
     assert_eq!(err.code(), ErrorCode::MalformedMessage);
 

@@ -92,7 +92,7 @@ async fn under_the_forfeit_policy_an_away_human_loses_its_seat_and_no_bot_plays(
     let (status, refused) = server.http("POST", "/v1/matches", Some(bad)).await;
     assert_eq!(
         (status, refused["code"].as_str(), refused["field"].as_str()),
-        (400, Some("INVALID_HANDOVER"), Some("handover")),
+        (400, Some("INVALID_HANDOVER"), Some("handover.afterMs")),
         "{refused}"
     );
 }
@@ -137,7 +137,7 @@ async fn a_match_nobody_joins_or_everybody_left_ends_by_itself() {
     let (status, refused) = server.http("POST", "/v1/matches", Some(bad)).await;
     assert_eq!(
         (status, refused["code"].as_str(), refused["field"].as_str()),
-        (400, Some("INVALID_EXPIRY"), Some("expiry")),
+        (400, Some("INVALID_EXPIRY"), Some("expiry.unjoinedMs")),
         "{refused}"
     );
     assert!(refused["message"].as_str().unwrap().contains("expiry.unjoinedMs"), "{refused}");

@@ -297,7 +297,8 @@ async fn an_agent_grant_is_one_seat_of_one_match() {
         )
         .await;
     assert_eq!((status, body["code"].as_str()), (400, Some("INVALID_SEATS")), "{body}");
-    assert!(body["message"].as_str().unwrap().starts_with("p1: "), "{body}");
+    assert!(body["message"].as_str().unwrap().starts_with("seats.p1: "), "{body}");
+    assert_eq!(body["field"], "seats.p1", "{body}");
     let (status, body) = server
         .http(
             "POST",

@@ -47,15 +47,43 @@ async fn every_error_of_the_http_api_is_json_of_one_shape() {
             body(json!({"game": "conecta4", "seats": {"p0": "a"}})),
             400,
             "INVALID_SEATS",
-            Some("seats"),
+            Some("seats.p1"),
         ),
+        // Found by a platform developer (issue 41): each refusal names the field itself.
+        (
+            "POST",
+            "/v1/matches",
+            body(json!({"game": "conecta4", "seats": seats, "config": {"connect": 9}})),
+            400,
+            "INVALID_CONFIG",
+            Some("config.connect"),
+        ),
+        (
+            "POST",
+            "/v1/matches",
+            body(json!({"game": "brisca", "seats": {"p0": "a", "p1": "b", "p2": "c", "p3": "d"}})),
+            400,
+            "INVALID_CONFIG",
+            Some("config.players"),
+        ),
+        (
+            "POST",
+            "/v1/matches",
+            body(json!({"game": "conecta4", "seats": {"p0": "x".repeat(129), "p1": "b"}})),
+            400,
+            "INVALID_SEATS",
+            Some("seats.p0"),
+        ),
+        ("GET", "/v1/matches?limit=abc", vec![], 400, "INVALID_REQUEST", Some("limit")),
+        ("GET", "/v1/matches?colour=red", vec![], 400, "INVALID_REQUEST", Some("colour")),
+        ("GET", "/v1/feed?limit=-1", vec![], 400, "INVALID_REQUEST", Some("limit")),
         (
             "POST",
             "/v1/matches",
             body(json!({"game": "conecta4", "seats": seats, "config": {"rows": "six"}})),
             400,
             "INVALID_CONFIG",
-            Some("config"),
+            Some("config.rows"),
         ),
         ("POST", "/v1/matches", body(json!({"game": "nope", "seats": seats})), 404, "UNKNOWN_GAME", Some("game")),
         (
@@ -88,6 +116,12 @@ async fn every_error_of_the_http_api_is_json_of_one_shape() {
         if got == 405 {
             assert!(head.contains("\r\nallow: "), "a 405 says what is allowed: {head}");
         }
+        // A refusal that names a field says what is wrong with it, not only where.
+        let message = body["message"].as_str().unwrap();
+        assert!(!message.contains("..="), "no Rust ranges in messages: {what}");
+        if let Some(path) = field.filter(|f| f.contains('.')) {
+            assert!(message.starts_with(&format!("{path}: ")), "the message starts with its field: {what}");
+        }
     }
 }
 
@@ -119,7 +153,7 @@ async fn a_bad_config_names_its_field_value_and_range_for_every_game() {
         let (status, refused) = server.http("POST", "/v1/matches", Some(body)).await;
         assert_eq!(
             (status, refused["code"].as_str(), refused["field"].as_str()),
-            (400, Some("INVALID_CONFIG"), Some("config")),
+            (400, Some("INVALID_CONFIG"), Some(field.as_str())),
             "{id}: {refused}"
         );
         let message = refused["message"].as_str().unwrap();

@@ -114,3 +114,31 @@ async fn metrics_on_a_listener_of_their_own_are_not_on_the_public_one() {
         http_with(&server.addr.to_string(), "GET", "/metrics", &[("Authorization", &bearer)], b"").await;
     assert_eq!(status, 404, "the public listener still serves metrics: {text}");
 }
+
+/// A malformed protocol message is told what is wrong with it (never echoing its values), and
+/// a message over the rate is refused naming the match and the request it was.
+#[tokio::test]
+async fn protocol_errors_say_what_and_which_message() {
+    let server = Server::start(&["--rate-limit", "1", "--rate-burst", "1"]);
+    let mut alice = server.connect("alice").await;
+    alice.send(&json!({"protocolVersion": 1, "matchId": "0b6e9c1e-7a4e-4c55-9a3e-2f1d3c4b5a69"})).await;
+    let (error, _) = alice.recv_type("game.error").await;
+    assert_eq!(error["code"], "MALFORMED_MESSAGE", "{error}");
+    assert!(error["detail"].as_str().unwrap().contains("missing field `type`"), "{error}");
+    // Over the rate (one message a second, a burst of one): the refusal names the sync.
+    let m = crate::client::uuid();
+    let sync = |request: &str| {
+        json!({"protocolVersion": 1, "type": "game.sync", "requestId": request, "matchId": m,
+                                       "accept": serde_json::from_str::<Value>(crate::client::ACCEPT).unwrap()})
+    };
+    alice.send(&sync("r-1")).await;
+    alice.send(&sync("r-2")).await;
+    let limited = loop {
+        let (error, _) = alice.recv_type("game.error").await;
+        if error["code"] == "RATE_LIMITED" {
+            break error;
+        }
+    };
+    assert_eq!(limited["matchId"].as_str(), Some(m.as_str()), "{limited}");
+    assert!(["r-1", "r-2"].contains(&limited["requestId"].as_str().unwrap_or_default()), "{limited}");
+}

@@ -110,9 +110,9 @@ fn the_clock_config_is_optional_strict_and_checked_per_game() {
         setup(per_player(999, 0, TimeoutPolicy::Forfeit)).err(),
         Some(RuleError::illegal("invalid-clock: budgetMs must be between 1000 and 604800000 ms, got 999"))
     );
-    // The board is still checked first, with its old reason.
+    // The board is still checked first.
     let bad_board = Config { rows: 3, ..per_turn(TimeoutPolicy::Skip) };
-    assert_eq!(setup(bad_board).err(), Some(RuleError::illegal("invalid-config")));
+    assert_eq!(setup(bad_board).err(), Some(RuleError::illegal("config.rows: 3 is not between 4 and 10")));
     assert!(per_turn(TimeoutPolicy::Skip).check().unwrap_err().starts_with("clock: timeout policy"));
 
     // No clock: no deadlines, no clock data, no clock in the view, and deadlines refused.

@@ -280,7 +280,11 @@ fn illegal_placements_are_final_rejections_that_change_nothing() {
     let env = m.envelope(pre, "placeShip", json!({"ship": "carrier", "row": 0, "column": 0}));
     assert_eq!(rejected(&m.run("p0", &env)), RejectionCode::InvalidPayload);
     let env = m.envelope(Precondition::Match { revision }, "placeShip", placement("battleship", 5, 0, "horizontal"));
-    assert_eq!(rejected(&m.run("p0", &env)), RejectionCode::IllegalAction, "placeShip needs an actor precondition");
+    assert_eq!(
+        rejected(&m.run("p0", &env)),
+        RejectionCode::PreconditionMismatch,
+        "placeShip needs an actor precondition"
+    );
     assert_eq!((m.state().revision, &m.state().actor_revisions), (revision, &revs));
     m.replay();
 }
