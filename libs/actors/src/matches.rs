@@ -22,7 +22,9 @@ impl Matches for Host {
         // parent of the actor's span, so a command stays one trace.
         let span = tracing::Span::current();
         match request {
-            MatchRequest::Create { match_id, game, seats, config, options } => {
+            MatchRequest::Create { match_id, game, seats, config, mut options } => {
+                // A platform's match expires unless its creation says otherwise.
+                options.expiry.get_or_insert_with(juegoland_core::Expiry::default);
                 Ok(MatchReply::Created(self.create_match_with_id(match_id, &game, seats, &config, &options).await?))
             }
             MatchRequest::Replay { match_id, source, speed_percent } => {

@@ -22,7 +22,7 @@ mod summary;
 pub use error::{MatchError, Refusal, Wire};
 pub use listing::{
     Cursor, FEED_KINDS, FeedCursor, FeedEvent, FeedPage, InvalidField, ListedSeat, ListedStatus, MAX_PAGE,
-    MatchDirectory, MatchListing, MatchPage, MatchQuery, feed_query,
+    MatchDirectory, MatchListing, MatchPage, MatchQuery, feed_query, iso_ms,
 };
 pub use request::{Created, MatchReply, MatchRequest, SyncReply};
 

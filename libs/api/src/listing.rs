@@ -51,7 +51,7 @@ impl MatchQuery {
             None => None,
             Some(text) => Some(
                 ListedStatus::parse(text)
-                    .ok_or_else(|| invalid("status", format!("{text:?} is not active or finished")))?,
+                    .ok_or_else(|| invalid("status", format!("{text:?} is not active, finished or cancelled")))?,
             ),
         };
         let after = match after {
@@ -81,26 +81,37 @@ fn page_limit(limit: Option<u32>, default: u32) -> Result<u32, InvalidField> {
     Ok(limit)
 }
 
-/// A match's status as its stored row tells it: a cancelled match is `finished` (its
-/// result, in [`crate::MatchSummary`], says how).
+/// A match's status, as [`crate::MatchStatus`] tells it: active, finished (a result) or
+/// cancelled (no winners).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ListedStatus {
     Active,
     Finished,
+    Cancelled,
 }
 
 impl ListedStatus {
+    pub const ALL: [ListedStatus; 3] = [Self::Active, Self::Finished, Self::Cancelled];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Finished => "finished",
+            Self::Cancelled => "cancelled",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Active, Self::Finished].into_iter().find(|s| s.as_str() == text)
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
+}
+
+/// Milliseconds since the Unix epoch of a time a store wrote as ISO 8601 text (RFC 3339, in
+/// UTC): what the API tells every time in (`createdMs`, `atMs`), as the match summary does.
+pub fn iso_ms(text: &str) -> Option<i64> {
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
 /// Where a page ends: the last listed match's creation time (as its store writes it) and
@@ -134,8 +145,12 @@ pub struct MatchListing {
     pub game: GameKey,
     pub game_version: String,
     pub status: ListedStatus,
-    /// When the match was created, as its store wrote it (ISO 8601, UTC).
+    /// When the match was created, as its store wrote it (ISO 8601, UTC): the page cursor's
+    /// key, not on the wire.
+    #[serde(skip)]
     pub created_at: String,
+    /// When the match was created, ms since the Unix epoch.
+    pub created_ms: i64,
     pub seats: Vec<ListedSeat>,
 }
 
@@ -200,8 +215,8 @@ pub struct FeedEvent {
     pub id: String,
     /// One of [`FEED_KINDS`].
     pub kind: String,
-    /// When it was written (ISO 8601, UTC).
-    pub at: String,
+    /// When it was written, ms since the Unix epoch.
+    pub at_ms: i64,
     /// Resume after this event.
     pub cursor: String,
     /// The match at that revision.

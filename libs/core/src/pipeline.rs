@@ -186,7 +186,8 @@ pub enum CreateError {
 pub struct CreateOptions {
     /// The match's hand-over policy; `None`: the game's default ([`juegoland_sdk::Game::handover`]).
     pub handover: Option<Handover>,
-    /// When the match ends if nobody plays it; `None`: [`Expiry::default`].
+    /// When the match ends if nobody plays it; `None`: never (the match API gives every
+    /// creation of the platform [`Expiry::default`] unless it says otherwise).
     pub expiry: Option<Expiry>,
 }
 
@@ -476,8 +477,7 @@ impl Engine {
         now_ms: i64,
         entropy: &mut dyn EntropySource,
     ) -> Result<(Pending, LiveMatch), CreateError> {
-        let expiry = Some(options.expiry.unwrap_or_default());
-        let setup = Setup { handover: options.handover.clone(), replay_of: None, expiry };
+        let setup = Setup { handover: options.handover.clone(), replay_of: None, expiry: options.expiry };
         self.create_inner(match_id, game.into(), seats, config, setup, now_ms, Draws::Live(entropy))
     }
 
@@ -1143,13 +1143,19 @@ fn expiry_due(state: &MatchState) -> Option<i64> {
     Some(last.saturating_add(since(expiry.idle_ms)?))
 }
 
+/// The first generation of a match's expiry deadline. Its generations are its own, not the
+/// match's `next_generation`, so that the rules' deadlines take the same generations with or
+/// without it (a replay match, which never expires, fires its source's deadlines by
+/// generation); they start far above any the rules' deadlines reach, so that a generation
+/// still names one deadline of the match (the stores close a consumed deadline's row by its
+/// generation).
+const EXPIRY_GENERATIONS: u64 = 1 << 48;
+
 /// Arms the match's expiry (again), if it expires: due as [`expiry_due`] says, with the
-/// generation after the previous expiry's. Its generations are its own, not the match's
-/// `next_generation`, so that the rules' deadlines take the same generations with or without
-/// it (a replay match, which never expires, fires its source's deadlines by generation).
+/// generation after the previous expiry's.
 fn arm_expiry(state: &mut MatchState, previous: Option<u64>) {
     let Some(due_ms) = expiry_due(state) else { return };
-    let generation = previous.map_or(1, |g| g + 1);
+    let generation = previous.map_or(EXPIRY_GENERATIONS, |g| g + 1);
     state.deadlines.insert(EXPIRY_DEADLINE.to_owned(), Deadline { generation, due_ms, payload: Value::Null });
 }
 

@@ -523,9 +523,8 @@ impl Lag {
         let cursor = self.store.webhook_cursor(endpoint).await?.map(|row| row.cursor).unwrap_or_default();
         let next = self.store.feed(cursor, 1).await?;
         let Some(event) = next.first() else { return Ok(Duration::ZERO) };
-        let written = time::OffsetDateTime::parse(&event.at, &time::format_description::well_known::Rfc3339)
-            .map_err(|e| StoreError::Corrupt(format!("feed event {} written at {:?}: {e}", event.id, event.at)))?;
-        let age = time::OffsetDateTime::now_utc() - written;
-        Ok(age.try_into().unwrap_or(Duration::ZERO))
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let age_ms = i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(event.at_ms);
+        Ok(Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)))
     }
 }

@@ -314,7 +314,7 @@ pub fn match_page_to_pb(page: &MatchPage) -> pb::MatchPage {
         game: Some(game_key_to_pb(&m.game)),
         game_version: m.game_version.clone(),
         status: m.status.as_str().to_owned(),
-        created_at: m.created_at.clone(),
+        created_ms: m.created_ms,
         seats: m
             .seats
             .iter()
@@ -349,7 +349,8 @@ pub fn match_page(page: pb::MatchPage) -> Result<MatchPage, MatchError> {
             game: game_key(m.game)?,
             game_version: m.game_version,
             status,
-            created_at: m.created_at,
+            created_at: String::new(),
+            created_ms: m.created_ms,
             seats,
         })
     };
@@ -363,7 +364,7 @@ pub fn feed_page_to_pb(page: &FeedPage) -> pb::FeedPage {
     let event = |e: &FeedEvent| pb::FeedEvent {
         id: e.id.clone(),
         kind: e.kind.clone(),
-        at: e.at.clone(),
+        at_ms: e.at_ms,
         cursor: e.cursor.clone(),
         r#match: Some(summary_to_pb(&e.summary)),
     };
@@ -373,7 +374,7 @@ pub fn feed_page_to_pb(page: &FeedPage) -> pb::FeedPage {
 pub fn feed_page(page: pb::FeedPage) -> Result<FeedPage, MatchError> {
     let event = |e: pb::FeedEvent| {
         let summary = summary(e.r#match.ok_or_else(|| MatchError::Invalid("events.match: missing".into()))?)?;
-        Ok(FeedEvent { id: e.id, kind: e.kind, at: e.at, cursor: e.cursor, summary })
+        Ok(FeedEvent { id: e.id, kind: e.kind, at_ms: e.at_ms, cursor: e.cursor, summary })
     };
     Ok(FeedPage { events: page.events.into_iter().map(event).collect::<Result<_, MatchError>>()?, next: page.next })
 }

@@ -22,15 +22,19 @@ use crate::{Store, StoreError};
 /// the cursor's creation time and `$5` its id (NULL for the first page), `$6` the limit;
 /// `created` renders `created_at` as text in a fixed width (so text order is time order)
 /// and `at` reads `$4` back as a `created_at`. Every parameter is cast where it is tested
-/// for NULL, so PostgreSQL knows its type.
-pub(crate) fn matches_sql(created: &str, at: &str) -> String {
+/// for NULL, so PostgreSQL knows its type. `result_kind` reads the kind of the stored
+/// state's result (a finished match's state is always its final one): a finished row whose
+/// result is a cancellation lists as `cancelled`, as the match summary tells it.
+pub(crate) fn matches_sql(created: &str, at: &str, result_kind: &str) -> String {
+    let status =
+        format!("CASE WHEN m.status = 'finished' AND {result_kind} = 'cancelled' THEN 'cancelled' ELSE m.status END");
     format!(
-        "SELECT m.match_id, m.game_id, m.rules_version, m.game_version, m.status, {created} AS created
+        "SELECT m.match_id, m.game_id, m.rules_version, m.game_version, {status}, {created} AS created
          FROM matches m
          WHERE (CAST($1 AS text) IS NULL
                 OR EXISTS (SELECT 1 FROM participants p WHERE p.match_id = m.match_id AND p.principal = $1))
            AND (CAST($2 AS text) IS NULL OR m.game_id = $2)
-           AND (CAST($3 AS text) IS NULL OR m.status = $3)
+           AND (CAST($3 AS text) IS NULL OR {status} = $3)
            AND (CAST($4 AS text) IS NULL OR (m.created_at, m.match_id) < ({at}, $5))
          ORDER BY m.created_at DESC, m.match_id DESC
          LIMIT $6"
@@ -69,7 +73,17 @@ pub(crate) fn listings(rows: Vec<MatchRow>, seats: Vec<SeatRow>) -> Result<Vec<M
                 .ok_or_else(|| StoreError::Corrupt(format!("match {match_id}: status {status:?}")))?;
             let mut seats = by_match.remove(&match_id).unwrap_or_default();
             seats.sort_by(|a, b| a.seat.cmp(&b.seat));
-            Ok(MatchListing { match_id, game: GameKey { id, rules_version }, game_version, status, created_at, seats })
+            let created_ms = juegoland_api::iso_ms(&created_at)
+                .ok_or_else(|| StoreError::Corrupt(format!("match {match_id}: created {created_at:?}")))?;
+            Ok(MatchListing {
+                match_id,
+                game: GameKey { id, rules_version },
+                game_version,
+                status,
+                created_at,
+                created_ms,
+                seats,
+            })
         })
         .collect()
 }
@@ -106,7 +120,8 @@ pub(crate) fn feed_events(rows: Vec<FeedRow>) -> Result<Vec<FeedEvent>, StoreErr
             let summary = serde_json::from_str(&body).map_err(|e| corrupt(e.to_string()))?;
             let number = |n: i64| u64::try_from(n).map_err(|_| corrupt(format!("negative position {n}")));
             let cursor = FeedCursor { txid: number(txid)?, seq: number(seq)? };
-            Ok(FeedEvent { id: format!("{match_id}/{revision}"), kind, at, cursor: cursor.to_string(), summary })
+            let at_ms = juegoland_api::iso_ms(&at).ok_or_else(|| corrupt(format!("time {at:?}")))?;
+            Ok(FeedEvent { id: format!("{match_id}/{revision}"), kind, at_ms, cursor: cursor.to_string(), summary })
         })
         .collect()
 }

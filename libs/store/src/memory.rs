@@ -267,7 +267,10 @@ impl Store for MemoryStore {
             .map(|s| {
                 let state = &s.state;
                 let id = state.match_id;
-                let status = crate::rows::match_status(state).to_owned();
+                let status = match &state.position.result {
+                    Some(juegoland_sdk::MatchResult::Cancelled { .. }) => "cancelled".to_owned(),
+                    _ => crate::rows::match_status(state).to_owned(),
+                };
                 let created = created_at(state.created_ms);
                 let row = (
                     id,

@@ -76,7 +76,8 @@ async fn list_matches(
 ) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
     use crate::listing::{MatchRow, SeatRow, listings, matches_sql};
     let created = r#"to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"#;
-    let sql = matches_sql(created, "CAST(CAST($4 AS text) AS timestamptz)");
+    let kind = "(CAST(m.state AS jsonb) #>> '{position,result,kind}')";
+    let sql = matches_sql(created, "CAST(CAST($4 AS text) AS timestamptz)", kind);
     let rows: Vec<MatchRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(query.principal.as_deref())
         .bind(query.game.as_deref())

@@ -304,7 +304,8 @@ impl Store for SqliteStore {
     ) -> Result<Vec<juegoland_api::MatchListing>, StoreError> {
         use crate::listing::{MatchRow, SeatRow, listings, matches_sql};
         // `created_at` is written as '%Y-%m-%dT%H:%M:%fZ': fixed width already.
-        let sql = matches_sql("m.created_at", "CAST($4 AS text)");
+        let kind = "json_extract(m.state, '$.position.result.kind')";
+        let sql = matches_sql("m.created_at", "CAST($4 AS text)", kind);
         let rows: Vec<MatchRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(query.principal.as_deref())
             .bind(query.game.as_deref())

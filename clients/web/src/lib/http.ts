@@ -45,8 +45,9 @@ export interface MatchSummary {
 export interface MatchListing {
   matchId: string;
   game: { id: string; rulesVersion: string };
-  status: "active" | "finished";
-  createdAt: string;
+  status: "active" | "finished" | "cancelled";
+  /** When it was created, ms since the Unix epoch. */
+  createdMs: number;
   seats: SeatSummary[];
 }
 

@@ -15,6 +15,16 @@ use uuid::Uuid;
 
 use crate::harness::{Harness, registry};
 
+/// Conecta 4 between alice and bob that expires as platform matches do by default.
+fn expiring() -> Harness {
+    let seats = [("p0", "alice"), ("p1", "bob")]
+        .into_iter()
+        .map(|(s, p)| (s.to_owned(), SeatHolder::Principal(p.into())))
+        .collect();
+    let options = CreateOptions { handover: None, expiry: Some(Expiry::default()) };
+    Harness::with_options("conecta4", seats, json!({}), 1, &options)
+}
+
 fn fire(h: &Harness) -> LifecycleRequest {
     let d = &h.state().deadlines[EXPIRY_DEADLINE];
     LifecycleRequest::FireDeadline { id: EXPIRY_DEADLINE.into(), generation: d.generation }
@@ -68,7 +78,7 @@ fn a_seat_s_moves_are_counted_by_who_made_them() {
 
 #[test]
 fn a_match_nobody_joins_is_cancelled_when_its_first_window_ends() {
-    let mut h = Harness::conecta4();
+    let mut h = expiring();
     let created = h.state().created_ms;
     let d = h.state().deadlines[EXPIRY_DEADLINE].clone();
     assert_eq!(d.due_ms, created + i64::try_from(Expiry::default().unjoined_ms).unwrap());
@@ -85,7 +95,7 @@ fn a_match_nobody_joins_is_cancelled_when_its_first_window_ends() {
 
 #[test]
 fn a_played_match_arms_its_expiry_again_and_ends_once_left_idle() {
-    let mut h = Harness::conecta4();
+    let mut h = expiring();
     h.drop_disc(3);
     let moved = h.now_ms;
     let before = h.state().clone();
@@ -140,11 +150,25 @@ fn an_expiry_is_chosen_at_creation_and_checked() {
         .into_iter()
         .map(|(s, b)| (s.to_owned(), SeatHolder::Bot(b.into())))
         .collect();
-    let (_, live) = engine
-        .create_with(Uuid::from_u128(6), &key, bots, &json!({}), &CreateOptions::default(), 1_000, &mut SplitMix64(1))
-        .unwrap();
+    let expiring = CreateOptions { handover: None, expiry: Some(Expiry::default()) };
+    let (_, live) =
+        engine.create_with(Uuid::from_u128(6), &key, bots, &json!({}), &expiring, 1_000, &mut SplitMix64(1)).unwrap();
     assert_eq!(
         live.state().deadlines[EXPIRY_DEADLINE].due_ms,
         1_000 + i64::try_from(Expiry::default().idle_ms).unwrap()
     );
+    // Without one (what the engine does unless asked; the match API asks for every
+    // platform creation), the match never expires.
+    let (_, live) = engine
+        .create_with(
+            Uuid::from_u128(7),
+            &key,
+            seats(),
+            &json!({}),
+            &CreateOptions::default(),
+            1_000,
+            &mut SplitMix64(1),
+        )
+        .unwrap();
+    assert!(live.state().expiry.is_none() && live.state().deadlines.is_empty());
 }

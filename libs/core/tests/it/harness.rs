@@ -59,11 +59,23 @@ impl Harness {
     }
 
     pub fn with_seats(game: &str, seats: BTreeMap<String, SeatHolder>, config: Value, seed: u64) -> Harness {
+        Harness::with_options(game, seats, config, seed, &juegoland_core::CreateOptions::default())
+    }
+
+    /// A match created with `options` (its hand-over policy, its expiry).
+    pub fn with_options(
+        game: &str,
+        seats: BTreeMap<String, SeatHolder>,
+        config: Value,
+        seed: u64,
+        options: &juegoland_core::CreateOptions,
+    ) -> Harness {
         let engine = Engine::new(registry());
         let key = GameKey { id: game.into(), rules_version: "1.0.0".into() };
         let mut entropy = SplitMix64(seed);
         let match_id = Uuid::from_u128(0x1234_5678 + seed as u128);
-        let (pending, live) = engine.create(match_id, &key, seats, &config, 1_000, &mut entropy).expect("create");
+        let (pending, live) =
+            engine.create_with(match_id, &key, seats, &config, options, 1_000, &mut entropy).expect("create");
         let mut live = live;
         let commit = live.advance(pending);
         let log = vec![commit.log.expect("creation log")];

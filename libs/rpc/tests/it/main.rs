@@ -284,8 +284,10 @@ fn listings_feed_pages_and_their_queries_round_trip() {
             match_id: Uuid::from_u128(3),
             game: GameKey { id: "brisca".into(), rules_version: "1.0.0".into() },
             game_version: "1.0.2".into(),
-            status: ListedStatus::Finished,
-            created_at: "2026-12-06T10:00:00.123456Z".into(),
+            status: ListedStatus::Cancelled,
+            // The store's text is the cursor's business: it does not travel.
+            created_at: String::new(),
+            created_ms: 1_796_551_200_123,
             seats: vec![
                 ListedSeat {
                     seat: "p0".into(),
@@ -309,7 +311,7 @@ fn listings_feed_pages_and_their_queries_round_trip() {
         events: vec![FeedEvent {
             id: format!("{}/40", Uuid::from_u128(5)),
             kind: "finished".into(),
-            at: "2026-12-06T10:01:00Z".into(),
+            at_ms: 1_796_551_260_000,
             cursor: "812-3".into(),
             summary: summary(Some(MatchResult::Cancelled { reason_code: "platform.x".into() })),
         }],

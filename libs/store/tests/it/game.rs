@@ -165,6 +165,13 @@ impl Game {
         self.decide(principal, id, revision, column)
     }
 
+    /// Decides and advances the platform's cancellation of the match.
+    pub fn cancel(&mut self) -> Commit {
+        let request = juegoland_core::LifecycleRequest::Cancel { reason_code: "platform.test".into() };
+        let pending = self.engine.lifecycle(&self.live, &request, 2_000, &mut SplitMix64(9)).expect("a cancellation");
+        self.live.advance(pending)
+    }
+
     /// Advances the match past a decision the store accepted.
     pub fn advance(&mut self, pending: Pending) -> Commit {
         self.live.advance(pending)

@@ -136,6 +136,9 @@ pub async fn matches_list_by_principal_game_and_status_a_page_at_a_time<B: Backe
                 commit_ok(&*store, &game.drop_ending()).await;
             }
         }
+        if n == 2 {
+            commit_ok(&*store, &game.cancel()).await;
+        }
         ids.push(id);
         // Distinct creation times on every backend (SQLite keeps milliseconds).
         tokio::time::sleep(Duration::from_millis(3)).await;
@@ -168,8 +171,12 @@ pub async fn matches_list_by_principal_game_and_status_a_page_at_a_time<B: Backe
     assert_eq!(found_ids(&list(q(None, Some("conecta4"), None)).await).len(), 5);
     assert_eq!(found_ids(&list(q(None, Some("hundido"), None)).await), Vec::<Uuid>::new());
     assert_eq!(found_ids(&list(q(None, None, Some(ListedStatus::Finished))).await), newest_first(&[1]));
+    // A cancelled match lists as cancelled, as its summary tells it (issue 41).
+    let cancelled = list(q(None, None, Some(ListedStatus::Cancelled))).await;
+    assert_eq!(found_ids(&cancelled), newest_first(&[2]));
+    assert_eq!(cancelled[0].status, ListedStatus::Cancelled);
     let active_alice = q(Some("alice"), Some("conecta4"), Some(ListedStatus::Active));
-    assert_eq!(found_ids(&list(active_alice).await), newest_first(&[2, 0]));
+    assert_eq!(found_ids(&list(active_alice).await), newest_first(&[0]));
 
     // Pages of two: every match once, in order, and the cursor survives its text form.
     let mut seen = Vec::new();
@@ -200,6 +207,9 @@ pub async fn matches_list_by_principal_game_and_status_a_page_at_a_time<B: Backe
     assert_eq!(seats(listed), carol_at(Controller::Agent { profile: "default".into() }));
     assert_eq!(seats(&carol[1]), carol_at(Controller::Bot { profile: "default".into() }));
     assert!(listed.created_at.ends_with('Z') && listed.created_at.len() >= 24, "{}", listed.created_at);
+    // The time on the wire is the same instant in ms, as the summary's `createdMs`.
+    assert_eq!(Some(listed.created_ms), juegoland_api::iso_ms(&listed.created_at));
+    assert!(listed.created_ms > 0);
 }
 
 /// The platform feed (`Store::feed`): a creation and an ending each write one event in the
