@@ -16,6 +16,7 @@
 
 mod error;
 mod listing;
+pub mod platform;
 mod request;
 mod summary;
 

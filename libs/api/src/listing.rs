@@ -83,7 +83,7 @@ fn page_limit(limit: Option<u32>, default: u32) -> Result<u32, InvalidField> {
 
 /// A match's status, as [`crate::MatchStatus`] tells it: active, finished (a result) or
 /// cancelled (no winners).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ListedStatus {
     Active,
@@ -138,7 +138,7 @@ impl Cursor {
 }
 
 /// One listed match.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MatchListing {
     pub match_id: Uuid,
@@ -154,7 +154,7 @@ pub struct MatchListing {
     pub seats: Vec<ListedSeat>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListedSeat {
     pub seat: Seat,
@@ -163,7 +163,7 @@ pub struct ListedSeat {
 }
 
 /// A page of matches, newest first, and the cursor of the next page when there may be one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MatchPage {
     pub matches: Vec<MatchListing>,
@@ -208,7 +208,7 @@ pub const FEED_KINDS: [&str; 4] = ["created", "seatChanged", "finished", "cancel
 
 /// One lifecycle event of the platform feed: written by the commit that caused it, so none
 /// is lost; delivered at least once, so a consumer keeps the ids it applied.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedEvent {
     /// `<matchId>/<revision>`: the same on every delivery.
@@ -226,7 +226,7 @@ pub struct FeedEvent {
 
 /// A page of the feed, oldest first, and where to resume (the last event's cursor, or the
 /// one asked with when there was nothing new).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedPage {
     pub events: Vec<FeedEvent>,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// The exact rules module a match is pinned to at creation.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GameKey {
     pub id: String,
@@ -20,7 +20,7 @@ pub struct GameKey {
 
 /// The exact published package a match is pinned to at creation: its id and version (the
 /// game's id and package version) and the JCS digest of its lock.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PackagePin {
     pub id: String,
@@ -45,7 +45,7 @@ pub enum SeatHolder {
 /// original pace (100: as they were played), every revision decided with the stored one's
 /// randomness trace and its instant shifted by the time between the two creations, so the
 /// rules decide each exactly as they did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplayOf {
     pub source: Uuid,
@@ -143,7 +143,7 @@ fn is_zero_i64(n: &i64) -> bool {
 /// One seat's applied commands: `own`, made by whoever holds the seat (its human, agent, bot
 /// or replay script), and `stand_in`, made by a bot standing in for its away human or agent.
 /// A result's consumer (ratings) tells a game the humans played from one bots finished.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SeatMoves {
     #[serde(default)]
@@ -157,7 +157,7 @@ pub struct SeatMoves {
 /// [`EXPIRED_UNJOINED`]), and `idle_ms` after its last move once one has (reason
 /// [`EXPIRED_ABANDONED`]). 0 turns either off. The engine keeps it as a deadline of its own,
 /// [`EXPIRY_DEADLINE`], durable and fired like the rules' deadlines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Expiry {
     #[serde(default = "Expiry::default_unjoined_ms")]

@@ -21,6 +21,10 @@ use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use juegoland_api::platform::{
+    AgentGrant, AgentGrantRequest, Cancel, CreateMatch, CreateReplay, CreatedBody, DevTokenRequest, GrantedProfile,
+    Problem as ProblemBody, RevisionBody, SeatSpec, SpectatorGrant, TokenBody, Withdraw,
+};
 use juegoland_api::{Created, MatchDirectory, MatchError, MatchQuery, Matches};
 use juegoland_bus::Bus;
 use juegoland_core::{CreateOptions, GameChoice, LifecycleRequest, SeatHolder};
@@ -199,17 +203,9 @@ struct Problem {
     field: Option<String>,
 }
 
-#[derive(Serialize)]
-struct ProblemBody<'a> {
-    code: &'a str,
-    message: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<&'a str>,
-}
-
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        let body = ProblemBody { code: self.code, message: &self.message, field: self.field.as_deref() };
+        let body = ProblemBody { code: self.code.to_owned(), message: self.message, field: self.field };
         (self.status, Json(body)).into_response()
     }
 }
@@ -366,7 +362,7 @@ async fn json_errors(response: Response) -> Response {
         s if s.is_server_error() => "INTERNAL",
         _ => "INVALID_REQUEST",
     };
-    let body = Json(ProblemBody { code, message: &message, field: None }).into_response();
+    let body = Json(ProblemBody { code: code.to_owned(), message, field: None }).into_response();
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
     Response::from_parts(parts, body.into_body())
@@ -601,47 +597,6 @@ fn newest_title(registry: &std::path::Path, id: &str, rules_version: &str) -> Op
     }
 }
 
-/// A seat is given to a principal (`"alice"`), to a built-in bot (`{"bot": "default"}`) or
-/// to an AI agent of a profile the game declares (`{"agent": "default"}`, played through
-/// `POST /v1/matches/{id}/agents`).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum SeatSpec {
-    Principal(String),
-    Bot { bot: String },
-    Agent { agent: String },
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CreateMatch {
-    game: String,
-    /// A rules version; by default the rules of the newest published package this engine
-    /// runs, else the newest registered rules version.
-    #[serde(default)]
-    rules_version: Option<String>,
-    /// A published package version to pin (`GET /v1/packages/{game}` lists them); by
-    /// default the newest one published for the rules version.
-    #[serde(default)]
-    package_version: Option<String>,
-    seats: BTreeMap<String, SeatSpec>,
-    #[serde(default = "empty_object")]
-    config: Value,
-    /// Who plays a seat whose human is away (`{"kind":"bot","afterMs":30000,"profile":"default"}`,
-    /// `{"kind":"off"}`, `{"kind":"clock"}`, `{"kind":"forfeit","afterMs":30000}`,
-    /// `{"kind":"cancel","afterMs":30000}`); by default the game's own policy (`GET /v1/games`).
-    #[serde(default)]
-    handover: Option<Handover>,
-    /// When the match ends by itself if nobody plays it (`{"unjoinedMs":1800000,
-    /// "idleMs":86400000}`, 0 turns either off); by default those.
-    #[serde(default)]
-    expiry: Option<juegoland_core::Expiry>,
-}
-
-fn empty_object() -> Value {
-    json!({})
-}
-
 async fn create_match(
     State(state): State<EdgeState>,
     _: Platform,
@@ -674,33 +629,16 @@ async fn create_match(
 /// and, when the game's package is published in the node's registry, that package's lock
 /// digest (`package`, else null) — and, when its owner node serves clients itself, where
 /// (`clientUrl`, as in `GET /v1/matches/{id}`).
-fn created_body(created: Created) -> Value {
-    let package = created.package.map(|p| json!({ "id": p.id, "version": p.version, "lockDigest": p.lock_digest }));
-    let game = json!({ "id": created.game.id, "rulesVersion": created.game.rules_version });
-    let mut body = json!({
-        "matchId": created.match_id,
-        "revision": 0,
-        "game": game,
-        "rulesDigest": created.rules_digest,
-        "package": package,
-    });
-    if let Some(url) = created.client_url {
-        body["clientUrl"] = json!(url);
+fn created_body(created: Created) -> CreatedBody {
+    CreatedBody {
+        match_id: created.match_id,
+        revision: 0,
+        game: created.game,
+        rules_digest: created.rules_digest,
+        package: created.package,
+        client_url: created.client_url,
+        replay_of: None,
     }
-    body
-}
-
-/// The body of `POST /v1/matches/{id}/replays`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CreateReplay {
-    /// The pace in percent of the original (100: as played; 10..=10000).
-    #[serde(default = "original_pace")]
-    speed_percent: u32,
-}
-
-fn original_pace() -> u32 {
-    100
 }
 
 /// `POST /v1/matches/{id}/replays`: a NEW match that plays the stored match `{id}`'s
@@ -721,9 +659,8 @@ async fn create_replay(
         .create_replay(source, req.speed_percent)
         .await
         .map_err(|e| match_problem(e, Some(source)))?;
-    let mut body = created_body(created);
-    body["replayOf"] = json!({ "source": source, "speedPercent": req.speed_percent });
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    let replay_of = Some(juegoland_core::ReplayOf { source, speed_percent: req.speed_percent });
+    Ok((StatusCode::CREATED, Json(CreatedBody { replay_of, ..created_body(created) })).into_response())
 }
 
 /// `GET /v1/matches/{id}`: the match as the platform reads it without a seat — status,
@@ -790,18 +727,6 @@ fn match_id(id: &str) -> Result<Uuid, Problem> {
     Uuid::parse_str(id).map_err(|_| problem(StatusCode::NOT_FOUND, "MATCH_NOT_FOUND", "no such match"))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Withdraw {
-    seat: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Cancel {
-    reason_code: String,
-}
-
 /// `POST /v1/matches/{id}/withdrawals` `{seat}`: withdraws a seat.
 async fn withdraw(
     state: State<EdgeState>,
@@ -834,7 +759,7 @@ async fn lifecycle<B: for<'de> Deserialize<'de>>(
     let request = request(strict(body)?);
     let revision =
         state.inner.matches.lifecycle(match_id, request).await.map_err(|e| match_problem(e, Some(match_id)))?;
-    Ok(Json(json!({ "revision": revision })).into_response())
+    Ok(Json(RevisionBody { revision }).into_response())
 }
 
 /// `POST /v1/matches/{id}/spectators` (platform-authorized, body `{}` or none): the
@@ -873,7 +798,7 @@ async fn grant_spectator(
         .tokens
         .issue_spectator(match_id)
         .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
-    Ok((StatusCode::CREATED, Json(json!({ "matchId": match_id, "token": token, "seat": null }))).into_response())
+    Ok((StatusCode::CREATED, Json(SpectatorGrant { match_id, token, seat: None })).into_response())
 }
 
 /// `POST /v1/matches/{id}/agents` (platform-authorized) `{"seat": "p1"}`: the platform's grant
@@ -890,13 +815,8 @@ async fn grant_agent(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, Problem> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Grant {
-        seat: String,
-    }
     let match_id = match_id(&id)?;
-    let Grant { seat } = strict(&body)?;
+    let AgentGrantRequest { seat } = strict(&body)?;
     if !state.inner.tokens.can_issue() {
         let message =
             "this process only verifies tokens: mint the grant with an `agent` claim naming the match and seat";
@@ -929,35 +849,29 @@ async fn grant_agent(
         .tokens
         .issue_agent(match_id, &seat)
         .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
-    let body = json!({
-        "matchId": match_id,
-        "seat": seat,
-        "principal": crate::auth::agent_principal(&seat),
-        "token": token,
-        "expiresIn": state.inner.tokens.ttl_secs(),
-        "game": summary.game,
-        "profile": {
-            "id": profile.id,
-            "displayName": profile.display_name,
-            "modes": profile.modes,
-            "difficulties": profile.difficulties,
+    let body = AgentGrant {
+        match_id,
+        principal: crate::auth::agent_principal(&seat),
+        seat,
+        token,
+        expires_in: state.inner.tokens.ttl_secs(),
+        game: summary.game,
+        profile: GrantedProfile {
+            id: profile.id,
+            display_name: profile.display_name,
+            modes: profile.modes,
+            difficulties: profile.difficulties,
         },
-        "limits": profile.limits,
-        "instructions": instructions,
-        "mcp": "/v1/mcp",
-        "websocket": "/v1/ws",
-    });
+        limits: profile.limits,
+        instructions,
+        mcp: "/v1/mcp".to_owned(),
+        websocket: "/v1/ws".to_owned(),
+    };
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TokenRequest {
-    principal: String,
-}
-
 async fn dev_token(State(state): State<EdgeState>, JsonBody(body): JsonBody) -> Result<Response, Problem> {
-    let req: TokenRequest = strict(&body)?;
+    let req: DevTokenRequest = strict(&body)?;
     let reserved = juegoland_core::state::RESERVED_PREFIXES;
     let chars = req.principal.chars().count();
     let max = juegoland_core::MAX_PRINCIPAL_CHARS;
@@ -970,7 +884,7 @@ async fn dev_token(State(state): State<EdgeState>, JsonBody(body): JsonBody) -> 
         .tokens
         .issue(&req.principal)
         .map_err(|_| problem(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "internal error"))?;
-    Ok(Json(json!({ "token": token })).into_response())
+    Ok(Json(TokenBody { token }).into_response())
 }
 
 #[derive(Deserialize)]

@@ -359,12 +359,7 @@ impl Delivery {
     /// POSTs `events` until the endpoint answers 2xx, renewing the lease before every
     /// attempt; the renewed claim.
     async fn deliver(&self, mut claim: WebhookClaim, events: &[&FeedEvent]) -> Result<WebhookClaim, Interrupted> {
-        #[derive(serde::Serialize)]
-        struct Body<'a> {
-            webhook: &'a str,
-            events: &'a [&'a FeedEvent],
-        }
-        let body = serde_json::to_vec(&Body { webhook: &self.endpoint.id, events })
+        let body = serde_json::to_vec(&juegoland_api::platform::WebhookBody { webhook: &self.endpoint.id, events })
             .map_err(|e| Interrupted::Store(StoreError::Corrupt(format!("encode feed events: {e}"))))?;
         let body = Bytes::from(body);
         let mut failures = 0u32;

@@ -55,8 +55,8 @@ export function mountLobby(root: HTMLElement, games: Record<string, GameModule>,
 /** A watch link for an active match: its seats' names ride along, as a player's link's do. */
 function watchLink(m: MatchListing): HTMLElement {
   const names: Record<string, string> = {};
-  for (const s of m.seats) names[s.seat] = s.controller.kind === "bot" ? `bot:${s.controller.profile}` : s.controller.principal;
-  const shown = m.seats.map((s) => (s.controller.kind === "bot" ? t("match.bot") : s.controller.principal));
+  for (const s of m.seats) names[s.seat] = "principal" in s.controller ? s.controller.principal : `bot:${"profile" in s.controller ? s.controller.profile : s.seat}`;
+  const shown = m.seats.map((s) => ("principal" in s.controller ? s.controller.principal : t("match.bot")));
   const link: MatchLink = { matchId: m.matchId, game: m.game.id, as: "", names, watch: true };
   return el("a", { href: linkOf(link), class: "watch-link", "data-match": m.matchId, text: t("lobby.watch", { game: t(`${m.game.id}:game.title`), players: shown.join(t("lobby.versus")) }) });
 }

@@ -377,12 +377,13 @@ export function mountMatch(root: HTMLElement, game: GameModule, entry: CatalogEn
   describeMatch(location.origin, link.matchId).then(
     (summary) => {
       for (const s of summary.seats) {
-        if (s.controller.kind === "bot") {
-          holders[s.seat] = "bot";
-          known[s.seat] ??= `bot:${s.controller.profile}`;
-        } else {
+        if ("principal" in s.controller) {
           holders[s.seat] = "human";
           known[s.seat] ??= s.controller.principal;
+        } else {
+          // A bot, an agent or a replay script: not a person.
+          holders[s.seat] = "bot";
+          known[s.seat] ??= `bot:${"profile" in s.controller ? s.controller.profile : s.seat}`;
         }
       }
       paint();

@@ -3,7 +3,18 @@
  * match, and the platform's reads a dev lobby may make (a match's seats, the active matches,
  * a spectator grant).
  */
-import type { ContractTuple } from "../protocol/generated";
+import type {
+  ContractTuple,
+  Controller,
+  CreateMatch,
+  CreatedBody,
+  MatchListing,
+  MatchPage,
+  MatchSummary,
+  Problem,
+  SeatSpec,
+  SpectatorGrant,
+} from "../protocol/generated";
 
 export interface CatalogEntry {
   id: string;
@@ -22,49 +33,60 @@ export interface CatalogEntry {
   defaultConfig?: Record<string, unknown> | null;
 }
 
-/** Who plays a seat, as the platform API tells it. */
-export type SeatHolder = { kind: "human"; principal: string } | { kind: "bot"; profile: string };
+/**
+ * The platform API's bodies are generated from its schemas (`libs/api/schemas`, as the
+ * protocol's are from `libs/protocol/schemas`): `MatchSummary` (seats with every kind of
+ * controller, who made their moves, the result), `MatchListing`, `FeedEvent`, `WebhookBody`,
+ * `AgentGrant`, `SpectatorGrant`, `CreateMatch` with its `SeatSpec`, `Problem`.
+ */
+export type {
+  AgentGrant,
+  Controller,
+  CreateMatch,
+  CreatedBody,
+  Expiry,
+  FeedEvent,
+  FeedPage,
+  Handover,
+  MatchListing,
+  MatchPage,
+  MatchSummary,
+  Problem,
+  SeatMoves,
+  SeatSpec,
+  SeatSummary,
+  SpectatorGrant,
+  WebhookBody,
+} from "../protocol/generated";
 
-export interface SeatSummary {
-  seat: string;
-  controller: SeatHolder;
-  status: "active" | "withdrawn";
-  team?: string;
-}
+/** Who plays a seat, as the platform API tells it (the generated `Controller`). */
+export type SeatHolder = Controller;
 
-/** `GET /v1/matches/{id}`: a match without a seat (status, seats, revision, result). */
-export interface MatchSummary {
-  matchId: string;
-  game: { id: string; rulesVersion: string };
-  status: "active" | "finished" | "cancelled";
-  revision: number;
-  seats: SeatSummary[];
-}
-
-/** One match of `GET /v1/matches`. */
-export interface MatchListing {
-  matchId: string;
-  game: { id: string; rulesVersion: string };
-  status: "active" | "finished" | "cancelled";
-  /** When it was created, ms since the Unix epoch. */
-  createdMs: number;
-  seats: SeatSummary[];
-}
-
+/** A refusal of the HTTP API: its status, its code, and the part of the request it is about. */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The offending part of the request (`seats.p1`, `config.rows`, a query parameter), when there is one. */
+    readonly field?: string,
   ) {
     super(message);
   }
 }
 
-async function call<T>(baseUrl: string, method: string, path: string, body?: unknown): Promise<T> {
+/** How a platform call authenticates: the platform token, where the server requires one. */
+export interface PlatformOptions {
+  platformToken?: string;
+}
+
+async function call<T>(baseUrl: string, method: string, path: string, body?: unknown, options: PlatformOptions = {}): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (options.platformToken) headers.authorization = `Bearer ${options.platformToken}`;
   const res = await fetch(new URL(path, baseUrl), {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -75,8 +97,8 @@ async function call<T>(baseUrl: string, method: string, path: string, body?: unk
     /* not JSON */
   }
   if (!res.ok) {
-    const d = (data ?? {}) as { code?: string; message?: string };
-    throw new HttpError(res.status, d.code ?? "HTTP_" + res.status, d.message ?? `${method} ${path}: ${res.status}`);
+    const d = (data ?? {}) as Partial<Problem>;
+    throw new HttpError(res.status, d.code ?? "HTTP_" + res.status, d.message ?? `${method} ${path}: ${res.status}`, d.field ?? undefined);
   }
   return data as T;
 }
@@ -95,22 +117,30 @@ export const contractOf = (entry: CatalogEntry): ContractTuple => ({
 export const devToken = async (baseUrl: string, principal: string) =>
   (await call<{ token: string }>(baseUrl, "POST", "/v1/dev/tokens", { principal })).token;
 
-export type SeatSpec = string | { bot: string };
+/**
+ * Creates a match (the platform API; open in the dev profile, else with the platform token).
+ * `more` carries the creation's other fields (`rulesVersion`, `packageVersion`, `handover`,
+ * `expiry`).
+ */
+export const createMatch = (
+  baseUrl: string,
+  game: string,
+  seats: Record<string, SeatSpec>,
+  config: unknown = {},
+  options: PlatformOptions & { more?: Omit<CreateMatch, "game" | "seats" | "config"> } = {},
+) => call<CreatedBody>(baseUrl, "POST", "/v1/matches", { ...options.more, game, seats, config }, options);
 
-/** Creates a match (the platform API, open in the dev profile). */
-export const createMatch = (baseUrl: string, game: string, seats: Record<string, SeatSpec>, config: unknown = {}) =>
-  call<{ matchId: string; revision: number }>(baseUrl, "POST", "/v1/matches", { game, seats, config });
+/** A match's seats, status and result (the platform API). */
+export const describeMatch = (baseUrl: string, matchId: string, options: PlatformOptions = {}) =>
+  call<MatchSummary>(baseUrl, "GET", `/v1/matches/${encodeURIComponent(matchId)}`, undefined, options);
 
-/** A match's seats and status (the platform API, open in the dev profile). */
-export const describeMatch = (baseUrl: string, matchId: string) => call<MatchSummary>(baseUrl, "GET", `/v1/matches/${encodeURIComponent(matchId)}`);
-
-/** The newest active matches (the platform API, open in the dev profile). */
-export const activeMatches = async (baseUrl: string, limit = 20) =>
-  (await call<{ matches: MatchListing[]; next: string | null }>(baseUrl, "GET", `/v1/matches?status=active&limit=${limit}`)).matches;
+/** The newest active matches (the platform API). */
+export const activeMatches = async (baseUrl: string, limit = 20, options: PlatformOptions = {}): Promise<MatchListing[]> =>
+  (await call<MatchPage>(baseUrl, "GET", `/v1/matches?status=active&limit=${limit}`, undefined, options)).matches;
 
 /**
  * A spectator grant for one match: a token that syncs that match as a spectator (`seat:
  * null`) and sends nothing (the platform API; a dev lobby may call it).
  */
-export const grantSpectator = async (baseUrl: string, matchId: string) =>
-  (await call<{ token: string; matchId: string; seat: null }>(baseUrl, "POST", `/v1/matches/${encodeURIComponent(matchId)}/spectators`, {})).token;
+export const grantSpectator = async (baseUrl: string, matchId: string, options: PlatformOptions = {}) =>
+  (await call<SpectatorGrant>(baseUrl, "POST", `/v1/matches/${encodeURIComponent(matchId)}/spectators`, {}, options)).token;
