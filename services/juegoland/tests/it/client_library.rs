@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::socketio::{ensure_node_modules, js_dir, run};
+use crate::socketio::{ensure_node_modules, js_dir, npm_ci, run};
 
 /// The browser the script drives; playwright-core never downloads one.
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -43,20 +43,6 @@ fn succeeded(what: &str, out: Output) -> String {
     stdout.into_owned()
 }
 
-/// Makes sure `clients/web/node_modules` is what its `package-lock.json` says, by the stamp
-/// rule `scripts/setup` and `socketio.rs` use, under a file lock of its own.
-fn ensure_web_node_modules() {
-    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("juegoland-npm-ci-web.lock");
-    let lock = std::fs::File::create(&lock_path).expect("create the npm lock file");
-    lock.lock().expect("lock the npm lock file");
-    let wanted = std::fs::read(web_dir().join("package-lock.json")).expect("read clients/web/package-lock.json");
-    let stamp = web_dir().join("node_modules/.juegoland-installed-lock.json");
-    if std::fs::read(&stamp).ok().as_deref() != Some(wanted.as_slice()) {
-        succeeded("`npm ci` in clients/web", run_in(&web_dir(), "npm", &["ci", "--no-audit", "--no-fund"]));
-        std::fs::write(&stamp, &wanted).expect("write the node_modules stamp");
-    }
-}
-
 /// A directory removed when dropped.
 struct TempDir(PathBuf);
 
@@ -73,7 +59,7 @@ fn the_packed_client_library_works_under_node_and_in_a_browser() {
         "{CHROMIUM} is missing: the browser half needs Debian's Chromium (`apt-get install -y chromium`)"
     );
     ensure_node_modules();
-    ensure_web_node_modules();
+    npm_ci(&web_dir(), "juegoland-npm-ci-web.lock");
     let major = succeeded("`node -p`", run("node", &["-p", "process.versions.node.split('.')[0]"]));
     let major: u32 = major.trim().parse().expect("node's major version");
     assert!(major >= 20, "Node.js {major} is too old: the client library needs 20 or later");

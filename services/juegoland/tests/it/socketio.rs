@@ -28,25 +28,34 @@ pub(crate) fn run(program: &str, args: &[&str]) -> Output {
     })
 }
 
-/// Makes sure the packages of `package-lock.json` are installed, running `npm ci` when
-/// `node_modules` is missing or was installed from another lock. Test processes may run
-/// concurrently, so the check and the install hold a file lock.
+/// Makes sure the packages of `tests/js/package-lock.json` are installed ([`npm_ci`]).
 pub(crate) fn ensure_node_modules() {
     let version = run("node", &["--version"]);
     assert!(version.status.success(), "`node --version` failed: {}", String::from_utf8_lossy(&version.stderr));
-    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("juegoland-npm-ci.lock");
+    npm_ci(&js_dir(), "juegoland-npm-ci.lock");
+}
+
+/// Makes sure the packages of `dir`'s `package-lock.json` are installed, running `npm ci`
+/// there when `node_modules` is missing or was installed from another lock. Test processes
+/// may run concurrently, so the check and the install hold the file lock `lock_name`.
+pub(crate) fn npm_ci(dir: &std::path::Path, lock_name: &str) {
+    let lock_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(lock_name);
     let lock = std::fs::File::create(&lock_path).expect("create the npm lock file");
     lock.lock().expect("lock the npm lock file");
     // A copy of the lock written after a complete install marks what is installed (`npm ci`
     // removes node_modules first, and the copy with it).
-    let wanted = std::fs::read(js_dir().join("package-lock.json")).expect("read tests/js/package-lock.json");
-    let stamp = js_dir().join("node_modules/.juegoland-installed-lock.json");
+    let wanted = std::fs::read(dir.join("package-lock.json")).expect("read package-lock.json");
+    let stamp = dir.join("node_modules/.juegoland-installed-lock.json");
     if std::fs::read(&stamp).ok().as_deref() != Some(wanted.as_slice()) {
-        let out = run("npm", &["ci", "--no-audit", "--no-fund"]);
+        let out = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run `npm` ({e}): the JavaScript tests need Node.js 20+ and npm"));
         assert!(
             out.status.success(),
             "`npm ci` in {} failed:\n{}{}",
-            js_dir().display(),
+            dir.display(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

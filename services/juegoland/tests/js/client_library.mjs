@@ -18,13 +18,12 @@
 //
 // Exits 0 when every check passed; prints the failure and exits 1 otherwise.
 
-import { spawn } from "node:child_process";
 import { readFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { extname, join, normalize } from "node:path";
-import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { MatchClient, catalog, contractOf, memoryPendingStore } from "@juegoland/client";
 
@@ -65,25 +64,9 @@ process.on("uncaughtException", (e) => fail(`uncaught exception: ${e?.stack ?? e
 process.on("unhandledRejection", (e) => fail(`unhandled rejection: ${e?.stack ?? e}`));
 setTimeout(() => fail(`not done within ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS).unref();
 
-/** Starts `juegoland dev` with `args`; resolves with its base URL once it listens. */
-function startServer(args) {
-  const child = spawn(bin, ["dev", ...args], { env: { ...process.env, RUST_LOG: "warn" }, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
-  const tail = [];
-  createInterface({ input: child.stderr }).on("line", (l) => (tail.push(l), tail.length > 40 && tail.shift()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not listen within 30 s:\n${tail.join("\n")}`)), 30_000);
-    child.on("exit", (code, signal) => reject(new Error(`the server exited (${code ?? signal}):\n${tail.join("\n")}`)));
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const m = /^listening on (http:\/\/.+)\/$/.exec(line.trim());
-      if (m) {
-        clearTimeout(timer);
-        resolve({ base: m[1], child });
-      }
-    });
-  });
-}
+/** Starts `juegoland dev` with `args` (tests/js/server.mjs); resolves with its base URL once it listens. */
+const { startServer: startDev } = await import(pathToFileURL(join(jsDir, "server.mjs")).href);
+const startServer = (args) => startDev(bin, args, children);
 
 async function kill(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;

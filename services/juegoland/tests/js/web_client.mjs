@@ -15,13 +15,12 @@
 //
 // Exits 0 when every check passed; prints every failure and exits 1 otherwise.
 
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
+import { startServer as startDev } from "./server.mjs";
 
 const CHROMIUM = "/usr/bin/chromium";
 const OVERALL_TIMEOUT_MS = 900_000;
@@ -57,28 +56,8 @@ function check(ok, message) {
   return ok;
 }
 
-/** Starts `juegoland dev` with `args`; resolves with its base URL once it listens. */
-function startServer(args = ["--http", "127.0.0.1:0", "--in-memory"]) {
-  const child = spawn(bin, ["dev", ...args], {
-    env: { ...process.env, RUST_LOG: "warn" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
-  const tail = [];
-  createInterface({ input: child.stderr }).on("line", (l) => (tail.push(l), tail.length > 40 && tail.shift()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not listen within 30 s:\n${tail.join("\n")}`)), 30_000);
-    child.on("exit", (code, signal) => reject(new Error(`the server exited (${code ?? signal}):\n${tail.join("\n")}`)));
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const m = /^listening on (http:\/\/.+\/)$/.exec(line.trim());
-      if (m) {
-        clearTimeout(timer);
-        resolve({ base: m[1].replace(/\/$/, ""), child });
-      }
-    });
-  });
-}
+/** Starts `juegoland dev` with `args` (server.mjs); resolves with its base URL once it listens. */
+const startServer = (args = ["--http", "127.0.0.1:0", "--in-memory"]) => startDev(bin, args, children);
 
 async function kill(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;
