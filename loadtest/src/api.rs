@@ -202,7 +202,17 @@ impl TokenSource {
             TokenSource::Secret(tokens) => tokens.issue(principal).map_err(|e| ApiError::Transport(e.to_string())),
             TokenSource::Dev(endpoint) => {
                 let mut api = Api::new(endpoint.clone());
-                let value = api.call("POST", "/v1/dev/tokens", Some(json!({ "principal": principal }))).await?;
+                let value = match api.call("POST", "/v1/dev/tokens", Some(json!({ "principal": principal }))).await {
+                    // A server with a platform token mints no dev tokens: sign them here.
+                    Err(ApiError::Status { status: 404, .. }) => {
+                        return Err(ApiError::Transport(
+                            "the server mints no dev tokens (it has a platform token): give the harness its \
+                             --jwt-secret to sign players' tokens itself"
+                                .to_owned(),
+                        ));
+                    }
+                    other => other?,
+                };
                 value["token"]
                     .as_str()
                     .map(str::to_owned)
