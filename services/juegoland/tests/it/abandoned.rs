@@ -119,10 +119,11 @@ async fn a_match_nobody_joins_or_everybody_left_ends_by_itself() {
     let left = create(&server, json!({"game": "conecta4", "seats": seats, "expiry": expiry})).await;
     let mut alice = server.connect("alice").await;
     alice.sync(&left, "a").await;
+    // The move's instant is after this: its idle time ends at least 2 s from here.
+    let moved = Instant::now();
     alice.drop_disc(&left, &uuid(), 0, 3).await;
     alice.recv_type("game.ack").await;
     drop(alice);
-    let moved = Instant::now();
 
     let summary = finished(&server, &unjoined).await;
     assert_eq!(summary["result"], json!({"kind": "cancelled", "reasonCode": "match.expired.unjoined"}), "{summary}");
