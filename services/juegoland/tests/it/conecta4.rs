@@ -328,8 +328,10 @@ async fn the_platform_reads_a_match_without_a_seat() {
     assert_eq!(
         body["seats"],
         json!([
-            { "seat": "p0", "controller": { "kind": "human", "principal": "alice" }, "status": "active" },
-            { "seat": "p1", "controller": { "kind": "bot", "profile": "default" }, "status": "active" },
+            { "seat": "p0", "controller": { "kind": "human", "principal": "alice" }, "status": "active",
+              "moves": { "own": 0, "standIn": 0 } },
+            { "seat": "p1", "controller": { "kind": "bot", "profile": "default" }, "status": "active",
+              "moves": { "own": 0, "standIn": 0 } },
         ])
     );
     let (status, body) = server.http("POST", &format!("/v1/matches/{m}/withdrawals"), Some(json!({"seat":"p0"}))).await;
