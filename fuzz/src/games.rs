@@ -123,8 +123,10 @@ impl Match {
             Err(CreateError::Choice(e)) => {
                 panic!("{} is in the catalog, but creating it refused the choice: {e}", d.id)
             }
-            // The game's default hand-over and no replay: neither can be refused.
-            Err(e @ (CreateError::InvalidHandover(_) | CreateError::InvalidReplay(_))) => {
+            // The game's default hand-over, no expiry and no replay: none can be refused.
+            Err(
+                e @ (CreateError::InvalidHandover(_) | CreateError::InvalidExpiry(_) | CreateError::InvalidReplay(_)),
+            ) => {
                 panic!("creating {} with its defaults was refused: {e}", d.id)
             }
             // A config that does not fit the seats (Brisca's `players`) is refused, typed.
