@@ -80,11 +80,13 @@ mod pg_batch;
 mod rows;
 mod sqlite;
 mod sqlite_batch;
+mod webhook_endpoints;
 
 pub use dir_lock::LOCK_FILE;
 pub use memory::MemoryStore;
 pub use pg::{PgDirectory, PgStore};
 pub use sqlite::{SQLITE_FILE, SqliteStore};
+pub use webhook_endpoints::{WebhookCursor, WebhookEndpoint, WebhookEndpoints, WebhookOrigin};
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
@@ -174,18 +176,9 @@ pub struct WebhookClaim {
     pub cursor: juegoland_api::FeedCursor,
 }
 
-/// A webhook endpoint's row as it stands (tests, tools).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WebhookCursor {
-    pub cursor: juegoland_api::FeedCursor,
-    /// Who holds a live claim on it; `None` when released or lapsed.
-    pub claimed_by: Option<String>,
-    pub epoch: u64,
-}
-
 /// What the engine persists. Every method is one atomic operation.
 #[async_trait::async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: WebhookEndpoints + Send + Sync + 'static {
     /// Writes the revision (its log entry, receipt and publications), participants,
     /// deadlines and, at least at its snapshot points (`MatchState::is_snapshot_point`), the
     /// state atomically, if the stored revision is still `commit.expected_revision` (or the
@@ -306,8 +299,6 @@ pub trait Store: Send + Sync + 'static {
     /// Gives `claim`'s endpoint up (anyone may claim it at once), if `claim.claimant` still
     /// holds it at `claim.epoch`; the cursor stays.
     async fn release_webhook(&self, claim: &WebhookClaim) -> Result<(), StoreError>;
-    /// `endpoint`'s cursor and holder, or `None` before its first claim.
-    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError>;
     /// Makes this store's owner the owner of `match_id`, whoever owned it before (the last
     /// claim wins), increments its owner epoch and returns the new epoch; `None` when the
     /// match does not exist. From then on the commits of the previous owner are conflicts.

@@ -14,7 +14,10 @@ use juegoland_core::{Commit, LogEntry, MatchState, Publication, Receipt, Receipt
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
-use crate::{DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor, conflict};
+use crate::{
+    DueDeadline, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor, WebhookEndpoint,
+    WebhookEndpoints, conflict,
+};
 
 /// A stored match: its state and who owns it.
 struct Stored {
@@ -43,6 +46,8 @@ struct Inner {
     finished: VecDeque<Uuid>,
     /// Webhook endpoints' cursors and claims.
     webhooks: BTreeMap<String, Webhook>,
+    /// The webhook endpoints themselves.
+    endpoints: BTreeMap<String, WebhookEndpoint>,
 }
 
 /// A webhook endpoint's cursor and its claim (`claimed_by` until `until`).
@@ -145,6 +150,76 @@ impl MemoryStore {
     /// The owner identity this handle commits as; `None` in unowned mode.
     pub fn identity(&self) -> Option<&str> {
         self.owner.as_deref()
+    }
+}
+
+#[async_trait::async_trait]
+impl WebhookEndpoints for MemoryStore {
+    async fn webhook_endpoints(&self) -> Result<Vec<WebhookEndpoint>, StoreError> {
+        Ok(self.inner.lock().await.endpoints.values().cloned().collect())
+    }
+
+    async fn webhook_endpoint(&self, id: &str) -> Result<Option<WebhookEndpoint>, StoreError> {
+        Ok(self.inner.lock().await.endpoints.get(id).cloned())
+    }
+
+    async fn create_webhook(
+        &self,
+        endpoint: &WebhookEndpoint,
+        start: Option<juegoland_api::FeedCursor>,
+    ) -> Result<bool, StoreError> {
+        let mut inner = self.inner.lock().await;
+        if inner.endpoints.contains_key(&endpoint.id) {
+            return Ok(false);
+        }
+        inner.endpoints.insert(endpoint.id.clone(), endpoint.clone());
+        if let Some(start) = start {
+            let hook = inner.webhooks.entry(endpoint.id.clone()).or_default();
+            hook.cursor = start;
+            hook.epoch += 1;
+        }
+        Ok(true)
+    }
+
+    async fn update_webhook(&self, endpoint: &WebhookEndpoint, expected_version: u64) -> Result<bool, StoreError> {
+        let mut inner = self.inner.lock().await;
+        match inner.endpoints.get_mut(&endpoint.id) {
+            Some(stored) if stored.version == expected_version => {
+                *stored = WebhookEndpoint { created_ms: stored.created_ms, ..endpoint.clone() };
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn remove_webhook(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.inner.lock().await.endpoints.remove(id).is_some())
+    }
+
+    async fn move_webhook_cursor(&self, id: &str, to: juegoland_api::FeedCursor) -> Result<bool, StoreError> {
+        let mut inner = self.inner.lock().await;
+        if !inner.endpoints.contains_key(id) {
+            return Ok(false);
+        }
+        let hook = inner.webhooks.entry(id.to_owned()).or_default();
+        hook.cursor = to;
+        hook.epoch += 1;
+        Ok(true)
+    }
+
+    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
+        let inner = self.inner.lock().await;
+        let now = Instant::now();
+        Ok(inner.webhooks.get(endpoint).map(|hook| WebhookCursor {
+            cursor: hook.cursor,
+            claimed_by: hook.claim.as_ref().filter(|(_, until)| *until >= now).map(|(by, _)| by.clone()),
+            epoch: hook.epoch,
+        }))
+    }
+
+    async fn feed_end(&self) -> Result<juegoland_api::FeedCursor, StoreError> {
+        let seq = self.inner.lock().await.feed_seq;
+        Ok(juegoland_api::FeedCursor { txid: 0, seq: crate::rows::to_u64(seq, "feed cursor")? })
     }
 }
 
@@ -470,16 +545,6 @@ impl Store for MemoryStore {
             hook.claim = None;
         }
         Ok(())
-    }
-
-    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
-        let inner = self.inner.lock().await;
-        let now = Instant::now();
-        Ok(inner.webhooks.get(endpoint).map(|hook| WebhookCursor {
-            cursor: hook.cursor,
-            claimed_by: hook.claim.as_ref().filter(|(_, until)| *until >= now).map(|(by, _)| by.clone()),
-            epoch: hook.epoch,
-        }))
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

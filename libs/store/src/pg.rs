@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows::{self, Dialect, store_error};
-use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim};
 
 /// The PostgreSQL migrations (`migrations/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
@@ -263,6 +263,13 @@ const BACKLOG: &str = "SELECT sum(r.publications)::int8, (extract(epoch FROM now
                  FROM revisions
                  WHERE match_id = w.match_id AND revision > w.dispatched AND publications <> '[]'
                    AND written_at <= now() - $1 * interval '1 millisecond') AS r";
+
+/// The feed's end on PostgreSQL: before every transaction still running (the feed reads only
+/// the events of transactions older than all of those, `feed`).
+const PG_FEED_END: &str = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::int8, 0::int8";
+
+crate::webhook_endpoints::sql_webhook_endpoints!(PgStore, PG, PG_FEED_END);
+crate::webhook_endpoints::sql_webhook_endpoints!(PgDirectory, PG, PG_FEED_END);
 
 #[async_trait::async_trait]
 impl Store for PgStore {
@@ -645,18 +652,6 @@ impl Store for PgStore {
         .await
         .map_err(|e| store_error(PG, "release a webhook endpoint", e))?;
         Ok(())
-    }
-
-    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
-        let row: Option<(i64, i64, Option<String>, i64)> = sqlx::query_as(
-            "SELECT txid, seq, CASE WHEN claim_until >= now() THEN claimed_by END, claim_epoch
-             FROM webhook_cursors WHERE endpoint = $1",
-        )
-        .bind(endpoint)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| store_error(PG, "read a webhook cursor", e))?;
-        row.map(rows::webhook_cursor).transpose()
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::dir_lock::DirLock;
 use crate::rows::{self, Dialect, store_error};
 use crate::sqlite_batch::{Readers, Writer};
-use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim, WebhookCursor};
+use crate::{DueDeadline, OpenError, OutboxBacklog, OutboxRow, Store, StoreError, WebhookClaim};
 
 /// The SQLite migrations (`migrations/sqlite/` at the workspace root), embedded at build time.
 static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -206,6 +206,12 @@ const BACKLOG: &str = "SELECT sum(r.recipients), min(r.written_ms) FROM outbox_w
 
 /// SQLite's clock as ISO 8601 text in UTC, the form of every timestamp column.
 pub(crate) const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+crate::webhook_endpoints::sql_webhook_endpoints!(
+    SqliteStore,
+    LITE,
+    "SELECT 0, COALESCE(max(seq), 0) FROM match_events"
+);
 
 #[async_trait::async_trait]
 impl Store for SqliteStore {
@@ -536,18 +542,6 @@ impl Store for SqliteStore {
         .await
         .map_err(|e| store_error(LITE, "release a webhook endpoint", e))?;
         Ok(())
-    }
-
-    async fn webhook_cursor(&self, endpoint: &str) -> Result<Option<WebhookCursor>, StoreError> {
-        let row: Option<(i64, i64, Option<String>, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT txid, seq, CASE WHEN claim_until >= {NOW} THEN claimed_by END, claim_epoch
-             FROM webhook_cursors WHERE endpoint = $1"
-        )))
-        .bind(endpoint)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| store_error(LITE, "read a webhook cursor", e))?;
-        row.map(rows::webhook_cursor).transpose()
     }
 
     async fn claim(&self, match_id: Uuid) -> Result<Option<u64>, StoreError> {

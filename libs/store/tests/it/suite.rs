@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use juegoland_core::{Commit, LoggedOp, Receipt, ReceiptOutcome, SNAPSHOT_EVERY, SeatHolder};
 use juegoland_protocol::RejectionCode;
-use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError, WebhookClaim};
+use juegoland_store::{DueDeadline, OutboxBacklog, Store, StoreError, WebhookClaim, WebhookEndpoint, WebhookOrigin};
 use uuid::Uuid;
 
 use crate::game::{Game, current, engine, engine_publishing, firing, with_deadlines};
@@ -70,6 +70,7 @@ macro_rules! store_suite {
             the_feed_holds_each_lifecycle_event_once_in_commit_order,
             a_webhook_endpoint_has_one_holder_and_its_cursor_moves_only_through_it,
             concurrent_webhook_claimants_never_share_an_endpoint,
+            webhook_endpoints_are_written_once_changed_by_version_and_removed_without_their_cursor,
         );
     };
     (@tests $backend:ty; $($test:ident),* $(,)?) => {
@@ -93,6 +94,7 @@ macro_rules! durable_store_suite {
             reopen_keeps_ownership,
             reopen_keeps_trace_contexts,
             reopen_keeps_webhook_cursors,
+            reopen_keeps_webhook_endpoints,
         );
     };
 }
@@ -310,6 +312,83 @@ pub async fn a_webhook_endpoint_has_one_holder_and_its_cursor_moves_only_through
     assert!(!store.advance_webhook(&b2, at(8, 3)).await.unwrap());
     assert_eq!(store.claim_webhook("ratings", "replica-b", LONG).await.unwrap(), None);
     assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().cursor, at(8, 2));
+}
+
+fn endpoint(id: &str, version: u64) -> WebhookEndpoint {
+    WebhookEndpoint {
+        id: id.to_owned(),
+        url: format!("https://hooks.example/{id}"),
+        kinds: Some(vec!["finished".into(), "cancelled".into()]),
+        secret: b"whsec_first".to_vec(),
+        previous_secret: None,
+        previous_until_ms: None,
+        origin: WebhookOrigin::Api,
+        version,
+        created_ms: 1_000,
+        updated_ms: 1_000 * version as i64,
+    }
+}
+
+/// Webhook endpoints (`WebhookEndpoints`): an id is written once; a change passes only at
+/// the version it read; a start cursor takes the endpoint from its holder; a removal leaves
+/// the cursor, which the same id resumes from; the feed's end is past every event written.
+pub async fn webhook_endpoints_are_written_once_changed_by_version_and_removed_without_their_cursor<B: Backend>(
+    b: &mut B,
+) {
+    use juegoland_api::FeedCursor;
+    let store = b.store();
+    let at = |txid, seq| FeedCursor { txid, seq };
+    assert!(store.webhook_endpoints().await.unwrap().is_empty());
+    let ratings = endpoint("ratings", 1);
+    assert!(store.create_webhook(&ratings, None).await.unwrap());
+    assert!(!store.create_webhook(&endpoint("ratings", 1), Some(at(0, 9))).await.unwrap(), "the id is taken");
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap(), None, "a refused creation moved nothing");
+    assert!(store.create_webhook(&endpoint("history", 1), None).await.unwrap());
+    let listed: Vec<String> = store.webhook_endpoints().await.unwrap().into_iter().map(|e| e.id).collect();
+    assert_eq!(listed, ["history", "ratings"]);
+    assert_eq!(store.webhook_endpoint("ratings").await.unwrap(), Some(ratings.clone()));
+
+    // Changes by version: the second writer at the same version loses.
+    let rotated = WebhookEndpoint {
+        secret: b"whsec_second".to_vec(),
+        previous_secret: Some(ratings.secret.clone()),
+        previous_until_ms: Some(9_000),
+        kinds: None,
+        ..endpoint("ratings", 2)
+    };
+    assert!(store.update_webhook(&rotated, 1).await.unwrap());
+    assert!(!store.update_webhook(&endpoint("ratings", 2), 1).await.unwrap(), "a stale version");
+    assert_eq!(store.webhook_endpoint("ratings").await.unwrap(), Some(rotated.clone()));
+    assert_eq!(rotated.signing_secrets(8_999), [&b"whsec_second"[..], &b"whsec_first"[..]]);
+    assert_eq!(rotated.signing_secrets(9_000), [&b"whsec_second"[..]]);
+
+    // Moving the cursor takes the endpoint from its holder.
+    let held = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().unwrap();
+    assert!(store.move_webhook_cursor("ratings", at(0, 42)).await.unwrap());
+    assert!(!store.advance_webhook(&held, at(0, 50)).await.unwrap(), "the holder's advance is void");
+    let again = store.claim_webhook("ratings", "replica-a", LONG).await.unwrap().unwrap();
+    assert_eq!((again.cursor, again.epoch > held.epoch), (at(0, 42), true));
+    assert!(!store.move_webhook_cursor("nobody", at(0, 1)).await.unwrap(), "no such endpoint");
+    assert_eq!(store.webhook_cursor("nobody").await.unwrap(), None);
+
+    // Removed: the row goes, the cursor stays for the same id written again without a start…
+    assert!(store.remove_webhook("ratings").await.unwrap());
+    assert!(!store.remove_webhook("ratings").await.unwrap());
+    assert!(!store.update_webhook(&endpoint("ratings", 3), 2).await.unwrap(), "gone");
+    assert!(store.create_webhook(&endpoint("ratings", 1), None).await.unwrap());
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().cursor, at(0, 42));
+    // …and a start puts it elsewhere.
+    assert!(store.remove_webhook("ratings").await.unwrap());
+    assert!(store.create_webhook(&endpoint("ratings", 1), Some(at(0, 7))).await.unwrap());
+    assert_eq!(store.webhook_cursor("ratings").await.unwrap().unwrap().cursor, at(0, 7));
+
+    // The feed's end: nothing after it once the events are written; before them, they are.
+    let before = store.feed_end().await.unwrap();
+    let (_, create) = Game::create(match_id(95));
+    commit_ok(&*store, &create).await;
+    assert_eq!(store.feed(before, 10).await.unwrap().len(), 1, "written after the end read before");
+    let end = store.feed_end().await.unwrap();
+    assert!(store.feed(end, 10).await.unwrap().is_empty(), "{end}");
 }
 
 /// Claimants racing for the same fresh endpoints: each endpoint goes to exactly one of them.
@@ -1137,6 +1216,14 @@ pub async fn reopen_keeps_webhook_cursors<B: Backend>(b: &mut B) {
     let resumed = b.store().claim_webhook("ratings", "all-in-one", LONG).await.unwrap().expect("still its own");
     assert_eq!((resumed.epoch, resumed.cursor), (claim.epoch, to));
     assert_eq!(b.store().claim_webhook("ratings", "another", LONG).await.unwrap(), None);
+}
+
+pub async fn reopen_keeps_webhook_endpoints<B: Backend>(b: &mut B) {
+    let ratings = endpoint("ratings", 1);
+    assert!(b.store().create_webhook(&ratings, Some(juegoland_api::FeedCursor { txid: 0, seq: 3 })).await.unwrap());
+    b.reopen().await;
+    assert_eq!(b.store().webhook_endpoints().await.unwrap(), [ratings]);
+    assert_eq!(b.store().webhook_cursor("ratings").await.unwrap().unwrap().cursor.seq, 3);
 }
 
 pub async fn reopen_keeps_everything<B: Backend>(b: &mut B) {
