@@ -19,6 +19,7 @@ mod listing;
 pub mod platform;
 mod request;
 mod summary;
+pub mod webhooks;
 
 pub use error::{MatchError, Refusal, Wire};
 pub use listing::{
@@ -26,6 +27,7 @@ pub use listing::{
     MatchDirectory, MatchListing, MatchPage, MatchQuery, feed_query, iso_ms,
 };
 pub use request::{Created, MatchReply, MatchRequest, SyncReply};
+pub use webhooks::{WebhookAdmin, WebhookError};
 
 /// The message key of the FORBIDDEN that answers a spectator when the match's game defines no
 /// spectator projection (a grant does not make one).

@@ -16,6 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::webhooks::{
+    ChangeWebhook, PingResult, RegisterWebhook, RegisteredWebhook, ReplayWebhook, RotateSecret, RotatedSecret,
+    WebhookList, WebhookView,
+};
 use crate::{FeedEvent, FeedPage, MatchPage, MatchSummary};
 
 /// Who takes a seat at creation: a platform principal (`"alice"`), a built-in bot of the game
@@ -197,6 +201,9 @@ pub struct WebhookBody<'a> {
     /// The endpoint's id (also the `Juegoland-Webhook` header).
     pub webhook: &'a str,
     pub events: &'a [&'a FeedEvent],
+    /// True on a test request (`POST /v1/webhooks/{id}/ping`, no events); absent on deliveries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ping: bool,
 }
 
 /// The id of a platform API schema: `urn:juegoland:api:<name>:1`.
@@ -226,5 +233,14 @@ pub fn schema_files() -> Vec<SchemaFile> {
         file::<DevTokenRequest>("dev-token-request"),
         file::<TokenBody>("token"),
         file::<Problem>("problem"),
+        file::<RegisterWebhook>("register-webhook"),
+        file::<ChangeWebhook>("change-webhook"),
+        file::<RotateSecret>("rotate-secret"),
+        file::<ReplayWebhook>("replay-webhook"),
+        file::<WebhookView>("webhook"),
+        file::<WebhookList>("webhook-list"),
+        file::<RegisteredWebhook>("registered-webhook"),
+        file::<RotatedSecret>("rotated-secret"),
+        file::<PingResult>("ping-result"),
     ]
 }

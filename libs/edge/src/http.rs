@@ -25,7 +25,7 @@ use juegoland_api::platform::{
     AgentGrant, AgentGrantRequest, Cancel, CreateMatch, CreateReplay, CreatedBody, DevTokenRequest, GrantedProfile,
     Problem as ProblemBody, RevisionBody, SeatSpec, SpectatorGrant, TokenBody, Withdraw,
 };
-use juegoland_api::{Created, MatchDirectory, MatchError, MatchQuery, Matches};
+use juegoland_api::{Created, MatchDirectory, MatchError, MatchQuery, Matches, WebhookAdmin};
 use juegoland_bus::Bus;
 use juegoland_core::{CreateOptions, GameChoice, LifecycleRequest, SeatHolder};
 use juegoland_packages::public::{PublicError, public_file, public_lock, published_game_manifest, published_versions};
@@ -42,10 +42,10 @@ use crate::metrics::EdgeMetrics;
 /// Everything the HTTP surface needs.
 #[derive(Clone)]
 pub struct EdgeState {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     matches: Arc<dyn Matches>,
     tokens: Tokens,
     /// The WebSocket and Socket.IO gateway; `None` where this process serves only the
@@ -64,6 +64,8 @@ struct Inner {
     packages: Option<PathBuf>,
     /// Where `GET /v1/matches` lists matches; `None` serves no listing.
     directory: Option<Arc<dyn MatchDirectory>>,
+    /// The webhook endpoints `/v1/webhooks` manages; `None` serves no such route.
+    pub(crate) webhooks: Option<Arc<dyn WebhookAdmin>>,
     /// The limits of the gateway's settings (the server's head timeout applies without a
     /// gateway too).
     limits: EdgeLimits,
@@ -92,6 +94,9 @@ pub struct EdgeOptions {
     /// Where the platform API lists matches (`GET /v1/matches`, with `platform_api`): the
     /// store; `None` serves no listing.
     pub directory: Option<Arc<dyn MatchDirectory>>,
+    /// The webhook endpoints the platform API manages (`/v1/webhooks`, with `platform_api`);
+    /// `None` serves no such route.
+    pub webhooks: Option<Arc<dyn WebhookAdmin>>,
 }
 
 impl EdgeState {
@@ -124,6 +129,7 @@ impl EdgeState {
                 platform_token: options.platform_token,
                 packages: options.packages,
                 directory: options.directory,
+                webhooks: options.webhooks,
                 limits,
                 refused,
             }),
@@ -163,6 +169,9 @@ pub fn router(state: EdgeState) -> Router {
             .route("/v1/matches/{id}/replays", post(create_replay))
             .route("/v1/matches/{id}/agents", post(grant_agent))
             .route("/v1/matches/{id}/cancellation", post(cancel));
+        if state.inner.webhooks.is_some() {
+            r = crate::webhook_routes::routes(r);
+        }
     }
     if let Some(gateway) = &state.inner.gateway {
         // The MCP server for AI agents: every request carries an agent's grant.
@@ -195,7 +204,7 @@ pub fn router(state: EdgeState) -> Router {
 /// An HTTP error: a status and the JSON body `{"code", "message", "field"?}`, the one shape
 /// of every error this surface answers.
 #[derive(Debug)]
-struct Problem {
+pub(crate) struct Problem {
     status: StatusCode,
     code: &'static str,
     message: String,
@@ -210,17 +219,17 @@ impl IntoResponse for Problem {
     }
 }
 
-fn problem(status: StatusCode, code: &'static str, message: impl Into<String>) -> Problem {
+pub(crate) fn problem(status: StatusCode, code: &'static str, message: impl Into<String>) -> Problem {
     Problem { status, code, message: message.into(), field: None }
 }
 
 impl Problem {
-    fn at(self, field: impl Into<String>) -> Problem {
+    pub(crate) fn at(self, field: impl Into<String>) -> Problem {
         Problem { field: Some(field.into()), ..self }
     }
 }
 
-fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
+pub(crate) fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
     // serde's messages name the offending field or position, never stored state.
     let invalid = |message: String| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message);
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -415,7 +424,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// A platform call's credential, checked before anything else of the request is read: the
 /// platform token as a bearer (`Authorization: Bearer <token>`) where one is set; anyone
 /// otherwise (the dev profile). Refused: `401 UNAUTHENTICATED`.
-struct Platform;
+pub(crate) struct Platform;
 
 impl FromRequestParts<EdgeState> for Platform {
     type Rejection = Problem;
@@ -448,7 +457,7 @@ fn same_secret(given: &str, expected: &str) -> bool {
 /// other content type — a form, `text/plain`, a body without one — is `415
 /// UNSUPPORTED_MEDIA_TYPE`, before the body is read: a cross-site form or a simple
 /// `fetch` can never call the platform API.
-struct JsonBody(Bytes);
+pub(crate) struct JsonBody(pub(crate) Bytes);
 
 impl FromRequest<EdgeState> for JsonBody {
     type Rejection = Response;

@@ -30,6 +30,7 @@ mod server;
 mod shutdown;
 mod sio;
 mod subscription;
+mod webhook_routes;
 mod ws;
 
 pub use auth::{KeySet, TokenError, Tokens, Verification};

@@ -294,6 +294,7 @@ impl ClientEdgeArgs {
             },
             packages: None,
             directory: None,
+            webhooks: None,
         };
         let edge = EdgeState::new(matches, Some(bus), tokens, prometheus, options).context("register edge metrics")?;
         Ok((edge, shutdown))
@@ -483,6 +484,10 @@ pub struct WebhookConfig {
     /// The longest back-off between two attempts, in milliseconds.
     #[arg(long, env = "JUEGOLAND_WEBHOOK_BACKOFF_MAX_MS", default_value_t = 60_000)]
     pub webhook_backoff_max_ms: u64,
+    /// How often the endpoints are read from the store, in milliseconds: how soon one
+    /// registered, changed or removed through the API (`/v1/webhooks`) takes effect.
+    #[arg(long, env = "JUEGOLAND_WEBHOOK_REFRESH_MS", default_value_t = 1_000)]
+    pub webhook_refresh_ms: u64,
 }
 
 impl WebhookConfig {
@@ -511,28 +516,25 @@ impl WebhookConfig {
             poll_interval: Duration::from_millis(self.webhook_poll_ms),
             backoff: Duration::from_millis(self.webhook_backoff_ms),
             backoff_max: Duration::from_millis(self.webhook_backoff_max_ms),
+            refresh: Duration::from_millis(self.webhook_refresh_ms.max(1)),
             ..crate::webhooks::WebhookOptions::new(claimant)
         }
     }
 
-    /// Starts delivering the configured endpoints from `store` as `claimant`, with metrics in
-    /// `registry`; `None` when no endpoint is configured.
+    /// Starts delivering the store's endpoints — the configured ones written there first —
+    /// from `store` as `claimant`, with metrics in `registry`.
     pub fn start(
         &self,
         store: Arc<dyn juegoland_store::Store>,
         claimant: &str,
         registry: &prometheus::Registry,
-    ) -> anyhow::Result<Option<crate::webhooks::Webhooks>> {
+    ) -> anyhow::Result<crate::webhooks::Webhooks> {
         let endpoints = self.endpoints().context("webhook configuration")?;
-        if endpoints.is_empty() {
-            return Ok(None);
-        }
         let ids: Vec<&str> = endpoints.iter().map(|e| e.id.as_str()).collect();
-        info!(endpoints = ?ids, "delivering the platform feed to webhooks");
+        info!(configured = ?ids, "delivering the platform feed to the webhook endpoints");
         let metrics = crate::webhooks::WebhookMetrics::new(registry).context("register webhook metrics")?;
-        let webhooks = crate::webhooks::Webhooks::start(store, endpoints, self.options(claimant), metrics)
-            .context("webhook configuration")?;
-        Ok(Some(webhooks))
+        crate::webhooks::Webhooks::start(store, endpoints, self.options(claimant), metrics)
+            .context("webhook configuration")
     }
 }
 
@@ -882,6 +884,10 @@ async fn forwarder(
     Ok(Forwarder::new(membership, Arc::new(registry), budget, metrics))
 }
 
+/// How long a router's webhook ping waits for the endpoint's answer (a delivery's default
+/// timeout).
+const WEBHOOK_PING_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Runs a router until SIGTERM.
 pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
@@ -893,9 +899,12 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     let mut secret = vec![0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("random token key: {e}"))?;
     let tokens = Tokens::new(&secret, 60).context("token keys")?.without_minting();
-    let directory: Arc<dyn juegoland_api::MatchDirectory> = Arc::new(
+    let cluster_db = Arc::new(
         juegoland_store::PgDirectory::connect_lazy(&config.routing.database_url).context("the match directory")?,
     );
+    let directory: Arc<dyn juegoland_api::MatchDirectory> = cluster_db.clone();
+    // Webhook endpoints are rows of the same database; the scheduler replicas deliver them.
+    let webhooks = crate::webhook_admin::StoreWebhooks::new(cluster_db, WEBHOOK_PING_TIMEOUT);
     let options = EdgeOptions {
         dev: false,
         metrics: config.metrics.on_edge(),
@@ -904,6 +913,7 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
         packages: config.registry.clone(),
         // Listings read the cluster's PostgreSQL directly: they address no match.
         directory: Some(directory.clone()),
+        webhooks: Some(Arc::new(webhooks)),
         ..EdgeOptions::default()
     };
     let edge = EdgeState::new(Arc::new(forwarder.clone()), None, tokens, prometheus.clone(), options)
@@ -987,9 +997,7 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     info!(replica = %replica, "scheduler stopping");
     ready.store(false, std::sync::atomic::Ordering::SeqCst);
     scheduler.stop().await;
-    if let Some(webhooks) = webhooks {
-        webhooks.stop().await;
-    }
+    webhooks.stop().await;
     let _ = stop_tx.send(true);
     let _ = web.await;
     store.close().await;

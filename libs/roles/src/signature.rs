@@ -33,7 +33,18 @@ fn mac(secret: &[u8], timestamp: u64, body: &[u8]) -> HmacSha256 {
 
 /// The signature header's value for `body` sent at `timestamp` (unix seconds).
 pub fn sign(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
-    format!("t={timestamp},v1={}", hex::encode(mac(secret, timestamp, body).finalize().into_bytes()))
+    sign_with(&[secret], timestamp, body)
+}
+
+/// The signature header's value with one `v1` per key, in order: while a rotated-out secret
+/// still signs, a receiver holding either secret verifies the delivery.
+pub fn sign_with(secrets: &[&[u8]], timestamp: u64, body: &[u8]) -> String {
+    let mut header = format!("t={timestamp}");
+    for secret in secrets {
+        header.push_str(",v1=");
+        header.push_str(&hex::encode(mac(secret, timestamp, body).finalize().into_bytes()));
+    }
+    header
 }
 
 /// Why a delivery's signature was refused.
@@ -105,6 +116,12 @@ mod tests {
         );
         let rotated = format!("{header},v1={}", "00".repeat(32));
         assert_eq!(verify(b"s3cret", &rotated, body, 1_000, tolerance), Ok(()), "any v1 may match");
+        let both = sign_with(&[b"new-secret", b"s3cret"], 1_000, body);
+        assert!(both.starts_with(&format!("t=1000,v1={}", &sign(b"new-secret", 1_000, body)[7..])), "{both}");
+        for secret in [&b"new-secret"[..], b"s3cret"] {
+            assert_eq!(verify(secret, &both, body, 1_000, tolerance), Ok(()), "either secret verifies");
+        }
+        assert_eq!(verify(b"older", &both, body, 1_000, tolerance), Err(SignatureError::Mismatch));
         for malformed in ["", "t=1000", "v1=00", "t=x,v1=00", "t=1000,v1=zz", "nonsense"] {
             assert_eq!(
                 verify(b"s3cret", malformed, body, 1_000, tolerance),

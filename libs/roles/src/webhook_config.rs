@@ -1,4 +1,4 @@
-//! Which webhook endpoints a deliverer serves, read once at start-up: one endpoint from the
+//! The webhook endpoints of a deliverer's start-up configuration: one endpoint from the
 //! command line (`--webhook URL` with `--webhook-secret` or `--webhook-secret-file`, id
 //! `default`), or any number from a JSON file (`--webhooks-file`):
 //!
@@ -15,11 +15,19 @@
 //! metrics, so renaming an endpoint starts it again from the feed's beginning; its URL may
 //! change freely. A relative `secretFile` is relative to the file's directory; a secret
 //! file's trailing whitespace (the newline an editor adds) is not part of the secret.
+//!
+//! A deliverer writes its configured endpoints into the store when it starts
+//! ([`write_configured`], origin `config`), where they join those the platform API
+//! registered: the configuration that starts last is the one delivered. A configured
+//! endpoint whose secret changed keeps signing with the old one too for the rotation overlap;
+//! one no longer configured is removed (its cursor stays, should it come back).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use juegoland_store::{StoreError, WebhookEndpoint, WebhookEndpoints, WebhookOrigin};
 use serde::Deserialize;
+use tracing::{info, warn};
 
 /// The id of the endpoint given with `--webhook`.
 pub const DEFAULT_ENDPOINT: &str = "default";
@@ -81,10 +89,8 @@ pub enum WebhookConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("webhook {id}: kind {kind:?} is not a feed kind (one of {allowed:?})")]
-    Kind { id: String, kind: String, allowed: &'static [&'static str] },
-    #[error("webhook {id}: `kinds` is empty (leave it out to send every kind)")]
-    NoKinds { id: String },
+    #[error("webhook {id}: {why}")]
+    Kinds { id: String, why: String },
     #[error("webhook options: {0}")]
     Options(String),
 }
@@ -115,6 +121,37 @@ pub enum SecretSource<'a> {
     File(PathBuf),
 }
 
+/// Refuses an id that is not 1 to 64 characters of `a-z`, `0-9`, `-`, `_`, `.`.
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
+    let valid = (1..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
+    if valid { Ok(()) } else { Err(format!("{id:?}: an id is 1 to 64 characters of a-z, 0-9, '-', '_' and '.'")) }
+}
+
+/// The URL parsed; refused unless `http://` or `https://` with a host.
+pub(crate) fn check_url(url: &str) -> Result<hyper::Uri, String> {
+    let parsed: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| format!("{url:?} {e}"))?;
+    if !matches!(parsed.scheme_str(), Some("http" | "https")) {
+        return Err(format!("{url:?} is not an http:// or https:// URL"));
+    }
+    if parsed.host().is_none_or(str::is_empty) {
+        return Err(format!("{url:?} has no host"));
+    }
+    Ok(parsed)
+}
+
+/// The kinds, each a feed kind, as a sorted set without repeats; refused when empty.
+pub(crate) fn check_kinds(kinds: &[String]) -> Result<Vec<String>, String> {
+    let allowed = &juegoland_api::FEED_KINDS;
+    if kinds.is_empty() {
+        return Err("`kinds` is empty (leave it out to send every kind)".into());
+    }
+    if let Some(kind) = kinds.iter().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!("kind {kind:?} is not a feed kind (one of {allowed:?})"));
+    }
+    Ok(kinds.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect())
+}
+
 /// One endpoint as given, checked into an [`Endpoint`].
 pub fn endpoint(
     id: &str,
@@ -122,19 +159,12 @@ pub fn endpoint(
     secret: Option<SecretSource<'_>>,
     kinds: Option<&[String]>,
 ) -> Result<Endpoint, WebhookConfigError> {
-    let valid_id = (1..=64).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
-    if !valid_id {
-        return Err(WebhookConfigError::Id { id: id.to_owned() });
-    }
-    let bad_url = |why: &str| WebhookConfigError::Url { id: id.to_owned(), url: url.to_owned(), why: why.to_owned() };
-    let parsed: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| bad_url(&e.to_string()))?;
-    if !matches!(parsed.scheme_str(), Some("http" | "https")) {
-        return Err(bad_url("is not an http:// or https:// URL"));
-    }
-    if parsed.host().is_none_or(str::is_empty) {
-        return Err(bad_url("has no host"));
-    }
+    check_id(id).map_err(|_| WebhookConfigError::Id { id: id.to_owned() })?;
+    let parsed = check_url(url).map_err(|why| WebhookConfigError::Url {
+        id: id.to_owned(),
+        url: url.to_owned(),
+        why: why.strip_prefix(&format!("{url:?} ")).unwrap_or(&why).to_owned(),
+    })?;
     let secret = match secret {
         None => {
             return Err(WebhookConfigError::Secret { id: id.to_owned(), why: "no secret: give secret or secretFile" });
@@ -153,18 +183,80 @@ pub fn endpoint(
     if secret.is_empty() {
         return Err(WebhookConfigError::Secret { id: id.to_owned(), why: "the secret is empty" });
     }
-    let kinds = match kinds {
-        None => None,
-        Some([]) => return Err(WebhookConfigError::NoKinds { id: id.to_owned() }),
-        Some(kinds) => {
-            let allowed = &juegoland_api::FEED_KINDS;
-            if let Some(kind) = kinds.iter().find(|k| !allowed.contains(&k.as_str())) {
-                return Err(WebhookConfigError::Kind { id: id.to_owned(), kind: kind.clone(), allowed });
-            }
-            Some(kinds.iter().cloned().collect())
-        }
-    };
+    let kinds = kinds
+        .map(|kinds| check_kinds(kinds).map_err(|why| WebhookConfigError::Kinds { id: id.to_owned(), why }))
+        .transpose()?
+        .map(|kinds| kinds.into_iter().collect());
     Ok(Endpoint { id: id.to_owned(), url: parsed, secret, kinds })
+}
+
+/// Writes `configured` into the store as the endpoints of origin `config`: a new one is
+/// added (resuming the cursor its id already has), a changed one replaced — a changed secret
+/// keeps signing beside the new one for `overlap` — and one of origin `config` no longer
+/// configured removed. An endpoint the API registered under a configured id becomes the
+/// configuration's (logged).
+pub(crate) async fn write_configured(
+    store: &dyn WebhookEndpoints,
+    configured: &[Endpoint],
+    overlap: std::time::Duration,
+) -> Result<(), StoreError> {
+    let now_ms = crate::now_ms();
+    let overlap_ms = i64::try_from(overlap.as_millis()).unwrap_or(i64::MAX);
+    for endpoint in configured {
+        let url = endpoint.url.to_string();
+        let kinds: Option<Vec<String>> = endpoint.kinds.as_ref().map(|k| k.iter().cloned().collect());
+        let Some(stored) = store.webhook_endpoint(&endpoint.id).await? else {
+            let row = WebhookEndpoint {
+                id: endpoint.id.clone(),
+                url,
+                kinds,
+                secret: endpoint.secret.clone(),
+                previous_secret: None,
+                previous_until_ms: None,
+                origin: WebhookOrigin::Config,
+                version: 1,
+                created_ms: now_ms,
+                updated_ms: now_ms,
+            };
+            // Lost to a concurrent writer: the other deliverer wrote the same configuration.
+            store.create_webhook(&row, None).await?;
+            continue;
+        };
+        let same = stored.origin == WebhookOrigin::Config
+            && stored.url == url
+            && stored.kinds == kinds
+            && stored.secret == endpoint.secret;
+        if same {
+            continue;
+        }
+        if stored.origin == WebhookOrigin::Api {
+            warn!(webhook = %endpoint.id, "the configuration takes over a webhook endpoint the API registered");
+        }
+        let (previous_secret, previous_until_ms) = if stored.secret == endpoint.secret {
+            (stored.previous_secret.clone(), stored.previous_until_ms)
+        } else {
+            (Some(stored.secret.clone()), Some(now_ms.saturating_add(overlap_ms)))
+        };
+        let row = WebhookEndpoint {
+            url,
+            kinds,
+            secret: endpoint.secret.clone(),
+            previous_secret,
+            previous_until_ms,
+            origin: WebhookOrigin::Config,
+            version: stored.version + 1,
+            updated_ms: now_ms,
+            ..stored.clone()
+        };
+        store.update_webhook(&row, stored.version).await?;
+    }
+    for stored in store.webhook_endpoints().await? {
+        if stored.origin == WebhookOrigin::Config && !configured.iter().any(|e| e.id == stored.id) {
+            info!(webhook = %stored.id, "a webhook endpoint no longer configured is removed");
+            store.remove_webhook(&stored.id).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The endpoints of the webhooks file at `path`.

@@ -1,5 +1,13 @@
 //! Webhooks over the platform feed: every lifecycle event (`GET /v1/feed`, migration 0014)
-//! POSTed to each configured endpoint, at least once, in feed order per endpoint.
+//! POSTed to each endpoint, at least once, in feed order per endpoint.
+//!
+//! The endpoints are the store's (migration 0016, [`juegoland_store::WebhookEndpoints`]): those the platform
+//! API registered and those of the deliverer's start-up configuration, which it writes there
+//! first ([`crate::webhook_config::write_configured`]). A supervisor reads them every
+//! `refresh` and runs one delivery loop per endpoint: a new endpoint starts delivering, a
+//! changed one (its URL, kinds or secrets) is delivered as changed from its next request, a
+//! removed one stops (its lease given up). While a rotated-out secret's overlap lasts, each
+//! request carries a signature by each secret.
 //!
 //! Each endpoint has a durable cursor into the feed and a lease in the store (migration
 //! 0015, [`Store::claim_webhook`]). A deliverer — the all-in-one, or every scheduler replica
@@ -37,13 +45,13 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use juegoland_api::{FeedCursor, FeedEvent};
-use juegoland_store::{Store, StoreError, WebhookClaim};
+use juegoland_store::{Store, StoreError, WebhookClaim, WebhookEndpoint};
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::signature::{SIGNATURE_HEADER, sign};
+use crate::signature::{SIGNATURE_HEADER, sign_with};
 pub use crate::webhook_config::Endpoint;
 
 /// How the deliverer delivers (one set for every endpoint).
@@ -67,11 +75,18 @@ pub struct WebhookOptions {
     pub backoff_max: Duration,
     /// How often the lag gauge is measured.
     pub lag_every: Duration,
+    /// How often the endpoints are read from the store (how soon one registered, changed or
+    /// removed through the API takes effect).
+    pub refresh: Duration,
+    /// How long a secret the configuration replaced keeps signing (as an API rotation's
+    /// default overlap).
+    pub rotation_overlap: Duration,
 }
 
 impl WebhookOptions {
     /// The defaults for `claimant`: 100 events a request, 10 s timeout, 30 s leases, a look
-    /// every 500 ms, back-off from 500 ms to 60 s, the lag measured every 5 s.
+    /// every 500 ms, back-off from 500 ms to 60 s, the lag measured every 5 s, the endpoints
+    /// read every second, a replaced secret signing for 24 hours.
     pub fn new(claimant: impl Into<String>) -> Self {
         Self {
             claimant: claimant.into(),
@@ -82,6 +97,8 @@ impl WebhookOptions {
             backoff: Duration::from_millis(500),
             backoff_max: Duration::from_secs(60),
             lag_every: Duration::from_secs(5),
+            refresh: Duration::from_secs(1),
+            rotation_overlap: Duration::from_millis(juegoland_api::webhooks::DEFAULT_OVERLAP_MS),
         }
     }
 
@@ -178,51 +195,114 @@ impl WebhookMetrics {
         self.lag_seconds.with_label_values(&[endpoint]).set(0.0);
         self.held.with_label_values(&[endpoint]).set(0);
     }
+
+    /// Drops every series of a removed endpoint.
+    fn forget(&self, endpoint: &str) {
+        for outcome in Outcome::ALL {
+            let _ = self.deliveries.remove_label_values(&[endpoint, outcome.label()]);
+        }
+        let _ = self.events.remove_label_values(&[endpoint]);
+        let _ = self.lag_seconds.remove_label_values(&[endpoint]);
+        let _ = self.held.remove_label_values(&[endpoint]);
+    }
 }
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// The HTTP client of deliveries and pings: HTTP/1.1, plain or TLS (Mozilla's roots).
+pub(crate) fn http_client() -> HttpClient {
+    let https = hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
+    Client::builder(TokioExecutor::new()).build(https)
+}
 
 /// The most of an answer's body read (and thrown away, so the connection can be reused).
 const ANSWER_LIMIT: usize = 64 * 1024;
 
-/// Running webhook deliveries: one task per endpoint and one measuring the lag.
+/// An endpoint as a delivery loop sends to it: its row, its URL parsed, its kinds as a set.
+pub(crate) struct Live {
+    pub row: WebhookEndpoint,
+    pub url: hyper::Uri,
+    kinds: Option<std::collections::BTreeSet<String>>,
+}
+
+impl Live {
+    /// The row made ready to send to; refused when its URL does not parse (the API and the
+    /// configuration check it, so only a row written by hand can).
+    pub(crate) fn of(row: WebhookEndpoint) -> Result<Live, String> {
+        let url = crate::webhook_config::check_url(&row.url)?;
+        let kinds = row.kinds.as_ref().map(|k| k.iter().cloned().collect());
+        Ok(Live { row, url, kinds })
+    }
+
+    fn selects(&self, event: &FeedEvent) -> bool {
+        self.kinds.as_ref().is_none_or(|kinds| kinds.contains(&event.kind))
+    }
+}
+
+/// One signed `POST` of `body` to `live`: its outcome, the answer's status when there was
+/// one, and what happened, for a log or a person.
+pub(crate) async fn post(
+    client: &HttpClient,
+    live: &Live,
+    body: &Bytes,
+    timeout: Duration,
+) -> (Outcome, Option<u16>, String) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    let request = hyper::Request::post(live.url.clone())
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(hyper::header::USER_AGENT, concat!("juegoland-webhooks/", env!("CARGO_PKG_VERSION")))
+        .header("juegoland-webhook", &live.row.id)
+        .header(SIGNATURE_HEADER, sign_with(&live.row.signing_secrets(now_ms), now.as_secs(), body))
+        .body(Full::new(body.clone()));
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => return (Outcome::Unreachable, None, format!("build the request: {e}")),
+    };
+    let exchange = async {
+        let answer = client.request(request).await?;
+        let status = answer.status();
+        // Read (a bounded part of) the answer so the connection can serve the next one.
+        let _ = Limited::new(answer.into_body(), ANSWER_LIMIT).collect().await;
+        Ok::<_, hyper_util::client::legacy::Error>(status)
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Err(_) => (Outcome::Timeout, None, format!("no answer within {timeout:?}")),
+        Ok(Err(e)) => (Outcome::Unreachable, None, error_chain(&e)),
+        Ok(Ok(status)) if status.is_success() => (Outcome::Delivered, Some(status.as_u16()), status.to_string()),
+        Ok(Ok(status)) => (Outcome::Rejected, Some(status.as_u16()), status.to_string()),
+    }
+}
+
+/// Running webhook deliveries: the supervisor and one task per endpoint.
 pub struct Webhooks {
     stop: CancellationToken,
     tasks: TaskTracker,
 }
 
 impl Webhooks {
-    /// Starts delivering `endpoints` from `store`'s feed. Refuses options that
+    /// Starts delivering the store's endpoints from its feed, after writing `configured`
+    /// there (the start-up configuration's endpoints). Refuses options that
     /// [`WebhookOptions::check`] refuses.
     pub fn start(
         store: Arc<dyn Store>,
-        endpoints: Vec<Endpoint>,
+        configured: Vec<Endpoint>,
         options: WebhookOptions,
         metrics: WebhookMetrics,
     ) -> Result<Webhooks, crate::webhook_config::WebhookConfigError> {
         options.check()?;
-        let https =
-            hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
-        let client: HttpClient = Client::builder(TokioExecutor::new()).build(https);
         let (stop, tasks) = (CancellationToken::new(), TaskTracker::new());
-        let endpoints: Vec<Arc<Endpoint>> = endpoints.into_iter().map(Arc::new).collect();
-        for endpoint in &endpoints {
-            metrics.declare(&endpoint.id);
-            let delivery = Delivery {
-                store: store.clone(),
-                endpoint: endpoint.clone(),
-                client: client.clone(),
-                options: options.clone(),
-                metrics: metrics.clone(),
-                stop: stop.clone(),
-            };
-            let span = info_span!("webhook", webhook = %endpoint.id, claimant = %options.claimant);
-            tasks.spawn(delivery.run().instrument(span));
-        }
-        if !endpoints.is_empty() {
-            let lag = Lag { store, endpoints, options, metrics, stop: stop.clone() };
-            tasks.spawn(lag.run().instrument(info_span!("webhook.lag")));
-        }
+        let supervisor = Supervisor {
+            store,
+            configured,
+            client: http_client(),
+            options,
+            metrics,
+            stop: stop.clone(),
+            tasks: tasks.clone(),
+            running: std::collections::BTreeMap::new(),
+        };
+        tasks.spawn(supervisor.run().instrument(info_span!("webhooks")));
         tasks.close();
         Ok(Webhooks { stop, tasks })
     }
@@ -236,10 +316,166 @@ impl Webhooks {
     }
 }
 
+/// Keeps one delivery loop per stored endpoint, and measures their lag.
+struct Supervisor {
+    store: Arc<dyn Store>,
+    configured: Vec<Endpoint>,
+    client: HttpClient,
+    options: WebhookOptions,
+    metrics: WebhookMetrics,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+    /// By endpoint id.
+    running: std::collections::BTreeMap<String, Running>,
+}
+
+/// A running delivery loop: the version of the row it sends with, where its changes go, and
+/// what stops it.
+struct Running {
+    version: u64,
+    endpoint: tokio::sync::watch::Sender<Arc<Live>>,
+    stop: CancellationToken,
+}
+
+impl Supervisor {
+    async fn run(mut self) {
+        let mut failures = 0u32;
+        // The configuration first, so its endpoints are delivered as configured from the start.
+        loop {
+            let written =
+                crate::webhook_config::write_configured(&*self.store, &self.configured, self.options.rotation_overlap)
+                    .await;
+            match written {
+                Ok(()) => break,
+                Err(e) => {
+                    let pause = backoff(&self.options, failures).max(self.options.poll_interval);
+                    failures = failures.saturating_add(1);
+                    warn!(error = %e, retry_in_ms = pause.as_millis() as u64, "could not write the configured webhook endpoints");
+                    if sleep(&self.stop, pause).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let mut next_lag = tokio::time::Instant::now();
+        loop {
+            match self.store.webhook_endpoints().await {
+                Ok(rows) => self.reconcile(rows),
+                Err(e) => warn!(error = %e, "could not read the webhook endpoints; the running ones go on"),
+            }
+            if tokio::time::Instant::now() >= next_lag {
+                self.measure_lags().await;
+                next_lag = tokio::time::Instant::now() + self.options.lag_every;
+            }
+            if sleep(&self.stop, self.options.refresh).await.is_err() {
+                break;
+            }
+        }
+        for running in self.running.values() {
+            running.stop.cancel();
+        }
+    }
+
+    /// Starts, changes and stops delivery loops so there is one per row, sending as it says.
+    fn reconcile(&mut self, rows: Vec<WebhookEndpoint>) {
+        let ids: std::collections::BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+        self.running.retain(|id, running| {
+            let keep = ids.contains(id);
+            if !keep {
+                info!(webhook = %id, "webhook endpoint removed; its delivery stops");
+                running.stop.cancel();
+                self.metrics.forget(id);
+            }
+            keep
+        });
+        for row in rows {
+            let (id, version) = (row.id.clone(), row.version);
+            if self.running.get(&id).is_some_and(|r| r.version == version) {
+                continue;
+            }
+            let live = match Live::of(row) {
+                Ok(live) => Arc::new(live),
+                Err(why) => {
+                    warn!(webhook = %id, why, "a stored webhook endpoint cannot be delivered");
+                    continue;
+                }
+            };
+            if let Some(running) = self.running.get_mut(&id) {
+                info!(webhook = %id, version, "webhook endpoint changed; its next request follows the change");
+                running.version = version;
+                running.endpoint.send_replace(live);
+                continue;
+            }
+            self.metrics.declare(&id);
+            let (endpoint, receiver) = tokio::sync::watch::channel(live);
+            let stop = self.stop.child_token();
+            let delivery = Delivery {
+                store: self.store.clone(),
+                id: id.clone(),
+                endpoint: receiver,
+                client: self.client.clone(),
+                options: self.options.clone(),
+                metrics: self.metrics.clone(),
+                stop: stop.clone(),
+            };
+            let span = info_span!("webhook", webhook = %id, claimant = %self.options.claimant);
+            self.tasks.spawn(delivery.run().instrument(span));
+            self.running.insert(id, Running { version, endpoint, stop });
+        }
+    }
+
+    /// Measures every running endpoint's lag from the store: the age of the first feed event
+    /// after its cursor (every deliverer reads the same store, so every replica reports the
+    /// same).
+    async fn measure_lags(&self) {
+        for id in self.running.keys() {
+            match self.lag(id).await {
+                Ok(lag) => self.metrics.lag_seconds.with_label_values(&[id]).set(lag.as_secs_f64()),
+                Err(e) => warn!(webhook = %id, error = %e, "could not measure the webhook lag"),
+            }
+        }
+    }
+
+    async fn lag(&self, endpoint: &str) -> Result<Duration, StoreError> {
+        let cursor = self.store.webhook_cursor(endpoint).await?.map(|row| row.cursor).unwrap_or_default();
+        let next = self.store.feed(cursor, 1).await?;
+        let Some(event) = next.first() else { return Ok(Duration::ZERO) };
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let age_ms = i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(event.at_ms);
+        Ok(Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)))
+    }
+}
+
+/// The back-off after `failures` earlier failures: the base doubled each time up to the
+/// maximum, then drawn between its half and all of it.
+fn backoff(options: &WebhookOptions, failures: u32) -> Duration {
+    let grown = options.backoff.saturating_mul(2u32.saturating_pow(failures.min(30)));
+    let ceiling = grown.min(options.backoff_max);
+    let mut bytes = [0u8; 4];
+    let fraction = match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
+        Err(_) => 1.0,
+    };
+    ceiling.mul_f64(0.5 + 0.5 * fraction)
+}
+
+/// Sleeps `pause` unless asked to stop first (`Err`).
+async fn sleep(stop: &CancellationToken, pause: Duration) -> Result<(), ()> {
+    if stop.is_cancelled() {
+        return Err(());
+    }
+    tokio::select! {
+        () = tokio::time::sleep(pause) => Ok(()),
+        () = stop.cancelled() => Err(()),
+    }
+}
+
 /// The delivery loop of one endpoint.
 struct Delivery {
     store: Arc<dyn Store>,
-    endpoint: Arc<Endpoint>,
+    id: String,
+    /// The endpoint as it is now (the supervisor sends its changes).
+    endpoint: tokio::sync::watch::Receiver<Arc<Live>>,
     client: HttpClient,
     options: WebhookOptions,
     metrics: WebhookMetrics,
@@ -301,14 +537,14 @@ impl Delivery {
             if let Err(e) = self.store.release_webhook(&claim).await {
                 warn!(error = %e, "could not release the webhook endpoint; it lapses with its lease");
             }
-            self.metrics.held.with_label_values(&[&self.endpoint.id]).set(0);
+            self.metrics.held.with_label_values(&[&self.id]).set(0);
         }
         info!("webhook delivery stopped");
     }
 
     /// Takes or renews the endpoint's lease; `None` while another deliverer holds it.
     async fn claim(&self, held: &mut Option<WebhookClaim>) -> Result<Option<WebhookClaim>, Interrupted> {
-        match self.store.claim_webhook(&self.endpoint.id, &self.options.claimant, self.options.lease).await {
+        match self.store.claim_webhook(&self.id, &self.options.claimant, self.options.lease).await {
             Ok(Some(claim)) => {
                 if held.as_ref().is_none_or(|h| h.epoch != claim.epoch) {
                     info!(epoch = claim.epoch, cursor = %claim.cursor, "holding the webhook endpoint");
@@ -328,7 +564,7 @@ impl Delivery {
     }
 
     fn set_held(&self, held: &mut Option<WebhookClaim>, now: Option<WebhookClaim>) {
-        self.metrics.held.with_label_values(&[&self.endpoint.id]).set(i64::from(now.is_some()));
+        self.metrics.held.with_label_values(&[&self.id]).set(i64::from(now.is_some()));
         *held = now;
     }
 
@@ -341,10 +577,8 @@ impl Delivery {
         let next = FeedCursor::parse(&last.cursor)
             .ok_or_else(|| Interrupted::Store(StoreError::Corrupt(format!("feed cursor {:?}", last.cursor))))?;
         let full = events.len() == self.options.batch as usize;
-        let selected: Vec<&FeedEvent> = events
-            .iter()
-            .filter(|e| self.endpoint.kinds.as_ref().is_none_or(|kinds| kinds.contains(&e.kind)))
-            .collect();
+        let live = self.endpoint.borrow().clone();
+        let selected: Vec<&FeedEvent> = events.iter().filter(|e| live.selects(e)).collect();
         if !selected.is_empty() {
             claim = self.deliver(claim, &selected).await?;
         }
@@ -359,7 +593,7 @@ impl Delivery {
     /// POSTs `events` until the endpoint answers 2xx, renewing the lease before every
     /// attempt; the renewed claim.
     async fn deliver(&self, mut claim: WebhookClaim, events: &[&FeedEvent]) -> Result<WebhookClaim, Interrupted> {
-        let body = serde_json::to_vec(&juegoland_api::platform::WebhookBody { webhook: &self.endpoint.id, events })
+        let body = serde_json::to_vec(&juegoland_api::platform::WebhookBody { webhook: &self.id, events, ping: false })
             .map_err(|e| Interrupted::Store(StoreError::Corrupt(format!("encode feed events: {e}"))))?;
         let body = Bytes::from(body);
         let mut failures = 0u32;
@@ -368,13 +602,15 @@ impl Delivery {
                 // The first attempt follows the claim the loop just took or renewed.
                 claim = self.renew(&claim).await?;
             }
+            // The endpoint as it is now: a change of URL or secrets applies from this attempt.
+            let live = self.endpoint.borrow().clone();
             let outcome = tokio::select! {
-                outcome = self.attempt(&body) => outcome,
+                outcome = post(&self.client, &live, &body, self.options.timeout) => (outcome.0, outcome.2),
                 () = self.stop.cancelled() => return Err(Interrupted::Stopped),
             };
-            self.metrics.deliveries.with_label_values(&[&self.endpoint.id, outcome.0.label()]).inc();
+            self.metrics.deliveries.with_label_values(&[&self.id, outcome.0.label()]).inc();
             if outcome.0 == Outcome::Delivered {
-                self.metrics.events.with_label_values(&[&self.endpoint.id]).inc_by(events.len() as u64);
+                self.metrics.events.with_label_values(&[&self.id]).inc_by(events.len() as u64);
                 if failures > 0 {
                     info!(attempts = failures + 1, "webhook delivered after failures");
                 }
@@ -391,34 +627,6 @@ impl Delivery {
                 "webhook delivery failed; the same events go again"
             );
             claim = self.wait_holding(claim, backoff).await?;
-        }
-    }
-
-    /// One request: the outcome and what happened, for the log.
-    async fn attempt(&self, body: &Bytes) -> (Outcome, String) {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let request = hyper::Request::post(self.endpoint.url.clone())
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::USER_AGENT, concat!("juegoland-webhooks/", env!("CARGO_PKG_VERSION")))
-            .header("juegoland-webhook", &self.endpoint.id)
-            .header(SIGNATURE_HEADER, sign(&self.endpoint.secret, now, body))
-            .body(Full::new(body.clone()));
-        let request = match request {
-            Ok(request) => request,
-            Err(e) => return (Outcome::Unreachable, format!("build the request: {e}")),
-        };
-        let exchange = async {
-            let answer = self.client.request(request).await?;
-            let status = answer.status();
-            // Read (a bounded part of) the answer so the connection can serve the next one.
-            let _ = Limited::new(answer.into_body(), ANSWER_LIMIT).collect().await;
-            Ok::<_, hyper_util::client::legacy::Error>(status)
-        };
-        match tokio::time::timeout(self.options.timeout, exchange).await {
-            Err(_) => (Outcome::Timeout, format!("no answer within {:?}", self.options.timeout)),
-            Ok(Err(e)) => (Outcome::Unreachable, error_chain(&e)),
-            Ok(Ok(status)) if status.is_success() => (Outcome::Delivered, status.to_string()),
-            Ok(Ok(status)) => (Outcome::Rejected, status.to_string()),
         }
     }
 
@@ -451,28 +659,12 @@ impl Delivery {
         Ok(claim)
     }
 
-    /// The back-off after `failures` earlier failures: the base doubled each time up to the
-    /// maximum, then drawn between its half and all of it.
     fn backoff(&self, failures: u32) -> Duration {
-        let grown = self.options.backoff.saturating_mul(2u32.saturating_pow(failures.min(30)));
-        let ceiling = grown.min(self.options.backoff_max);
-        let mut bytes = [0u8; 4];
-        let fraction = match getrandom::fill(&mut bytes) {
-            Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
-            Err(_) => 1.0,
-        };
-        ceiling.mul_f64(0.5 + 0.5 * fraction)
+        backoff(&self.options, failures)
     }
 
-    /// Sleeps `pause` unless asked to stop first (`Err`).
     async fn sleep(&self, pause: Duration) -> Result<(), ()> {
-        if self.stop.is_cancelled() {
-            return Err(());
-        }
-        tokio::select! {
-            () = tokio::time::sleep(pause) => Ok(()),
-            () = self.stop.cancelled() => Err(()),
-        }
+        sleep(&self.stop, pause).await
     }
 }
 
@@ -486,40 +678,4 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Measures every endpoint's lag from the store: the age of the first feed event after its
-/// cursor (every deliverer reads the same store, so every replica reports the same).
-struct Lag {
-    store: Arc<dyn Store>,
-    endpoints: Vec<Arc<Endpoint>>,
-    options: WebhookOptions,
-    metrics: WebhookMetrics,
-    stop: CancellationToken,
-}
-
-impl Lag {
-    async fn run(self) {
-        loop {
-            for endpoint in &self.endpoints {
-                match self.measure(&endpoint.id).await {
-                    Ok(lag) => self.metrics.lag_seconds.with_label_values(&[&endpoint.id]).set(lag.as_secs_f64()),
-                    Err(e) => warn!(webhook = %endpoint.id, error = %e, "could not measure the webhook lag"),
-                }
-            }
-            tokio::select! {
-                () = tokio::time::sleep(self.options.lag_every) => {}
-                () = self.stop.cancelled() => return,
-            }
-        }
-    }
-
-    async fn measure(&self, endpoint: &str) -> Result<Duration, StoreError> {
-        let cursor = self.store.webhook_cursor(endpoint).await?.map(|row| row.cursor).unwrap_or_default();
-        let next = self.store.feed(cursor, 1).await?;
-        let Some(event) = next.first() else { return Ok(Duration::ZERO) };
-        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        let age_ms = i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(event.at_ms);
-        Ok(Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)))
-    }
 }

@@ -289,7 +289,7 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     // So does the webhook deliverer: it holds every endpoint's lease, as a replica would.
     let webhooks = config.webhooks.start(store.clone(), ALL_IN_ONE, &prometheus)?;
     let scheduler =
-        Scheduler::start(store, Arc::new(host.clone()), SchedulerOptions::new(ALL_IN_ONE), scheduler_metrics);
+        Scheduler::start(store.clone(), Arc::new(host.clone()), SchedulerOptions::new(ALL_IN_ONE), scheduler_metrics);
     // After the store: its directory lock means no other process writes the secret.
     let secret = match &config.jwt_secret {
         Some(s) => s.as_bytes().to_vec(),
@@ -308,6 +308,11 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
         },
         packages: Some(config.packages.registry.clone()),
         directory: Some(directory),
+        // Endpoints registered here are delivered by this process's deliverer (above).
+        webhooks: Some(Arc::new(juegoland_roles::webhook_admin::StoreWebhooks::new(
+            store.clone(),
+            Duration::from_millis(config.webhooks.webhook_timeout_ms),
+        ))),
     };
     let edge = EdgeState::new(
         Arc::new(host.clone()),
@@ -335,9 +340,7 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
         let _ = task.await;
     }
     scheduler.stop().await;
-    if let Some(webhooks) = webhooks {
-        webhooks.stop().await;
-    }
+    webhooks.stop().await;
     host.stop().await;
     Ok(())
 }
