@@ -117,7 +117,7 @@ mod tests {
         let rotated = format!("{header},v1={}", "00".repeat(32));
         assert_eq!(verify(b"s3cret", &rotated, body, 1_000, tolerance), Ok(()), "any v1 may match");
         let both = sign_with(&[b"new-secret", b"s3cret"], 1_000, body);
-        assert!(both.starts_with(&format!("t=1000,v1={}", &sign(b"new-secret", 1_000, body)[7..])), "{both}");
+        assert!(both.starts_with(&format!("{},v1=", sign(b"new-secret", 1_000, body))), "the new one first: {both}");
         for secret in [&b"new-secret"[..], b"s3cret"] {
             assert_eq!(verify(secret, &both, body, 1_000, tolerance), Ok(()), "either secret verifies");
         }

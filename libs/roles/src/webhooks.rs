@@ -357,17 +357,24 @@ impl Supervisor {
                 }
             }
         }
-        let mut next_lag = tokio::time::Instant::now();
+        // Two clocks: the endpoints read every `refresh`, the lags measured every `lag_every`.
+        let now = tokio::time::Instant::now();
+        let (mut next_read, mut next_lag) = (now, now);
         loop {
-            match self.store.webhook_endpoints().await {
-                Ok(rows) => self.reconcile(rows),
-                Err(e) => warn!(error = %e, "could not read the webhook endpoints; the running ones go on"),
+            let now = tokio::time::Instant::now();
+            if now >= next_read {
+                match self.store.webhook_endpoints().await {
+                    Ok(rows) => self.reconcile(rows),
+                    Err(e) => warn!(error = %e, "could not read the webhook endpoints; the running ones go on"),
+                }
+                next_read = now + self.options.refresh;
             }
-            if tokio::time::Instant::now() >= next_lag {
+            if now >= next_lag {
                 self.measure_lags().await;
-                next_lag = tokio::time::Instant::now() + self.options.lag_every;
+                next_lag = now + self.options.lag_every;
             }
-            if sleep(&self.stop, self.options.refresh).await.is_err() {
+            let pause = next_read.min(next_lag).saturating_duration_since(tokio::time::Instant::now());
+            if sleep(&self.stop, pause).await.is_err() {
                 break;
             }
         }

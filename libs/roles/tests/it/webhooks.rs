@@ -17,7 +17,7 @@ use juegoland_roles::signature::{DEFAULT_TOLERANCE, SIGNATURE_HEADER, SignatureE
 use juegoland_roles::webhook_config::{SecretSource, endpoint};
 use juegoland_roles::webhooks::Endpoint;
 use juegoland_roles::{WebhookMetrics, WebhookOptions, Webhooks};
-use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store};
+use juegoland_store::{MemoryStore, PgStore, SqliteStore, Store, WebhookEndpoints};
 use juegoland_testkit::{Answer, Received, TempDir, TestSchema, WebhookReceiver};
 use serde_json::Value;
 use uuid::Uuid;
