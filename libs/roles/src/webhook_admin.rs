@@ -68,7 +68,8 @@ impl StoreWebhooks {
             if stored.origin == WebhookOrigin::Config {
                 return Err(WebhookError::Configured(id.into()));
             }
-            let changed = WebhookEndpoint { version: stored.version + 1, updated_ms: crate::now_ms(), ..change(&stored)? };
+            let changed =
+                WebhookEndpoint { version: stored.version + 1, updated_ms: crate::now_ms(), ..change(&stored)? };
             if self.endpoints.update_webhook(&changed, stored.version).await.map_err(store_error)? {
                 return Ok(changed);
             }
@@ -200,7 +201,8 @@ fn secret(given: Option<String>) -> Result<String, WebhookError> {
     if let Some(secret) = given {
         let chars = secret.chars().count();
         if !(MIN_SECRET_CHARS..=MAX_SECRET_CHARS).contains(&chars) {
-            let message = format!("a secret is {MIN_SECRET_CHARS} to {MAX_SECRET_CHARS} characters (this one: {chars})");
+            let message =
+                format!("a secret is {MIN_SECRET_CHARS} to {MAX_SECRET_CHARS} characters (this one: {chars})");
             return Err(WebhookError::Invalid { field: "secret", message });
         }
         return Ok(secret);

@@ -17,17 +17,18 @@
 //! file's trailing whitespace (the newline an editor adds) is not part of the secret.
 //!
 //! A deliverer writes its configured endpoints into the store when it starts
-//! ([`write_configured`], origin `config`), where they join those the platform API
-//! registered: the configuration that starts last is the one delivered. A configured
-//! endpoint whose secret changed keeps signing with the old one too for the rotation overlap;
-//! one no longer configured is removed (its cursor stays, should it come back).
+//! ([`write_configured`], origin `config`), where the platform API lists them beside those it
+//! registered; a configured endpoint whose secret changed keeps signing with the old one too
+//! for the rotation overlap. A deliverer delivers the endpoints the API registered and, of
+//! the configured ones, those of its own configuration: one no longer configured anywhere is
+//! delivered by nobody, and stays listed until `DELETE /v1/webhooks/{id}` removes it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use juegoland_store::{StoreError, WebhookEndpoint, WebhookEndpoints, WebhookOrigin};
 use serde::Deserialize;
-use tracing::{info, warn};
+use tracing::warn;
 
 /// The id of the endpoint given with `--webhook`.
 pub const DEFAULT_ENDPOINT: &str = "default";
@@ -190,11 +191,10 @@ pub fn endpoint(
     Ok(Endpoint { id: id.to_owned(), url: parsed, secret, kinds })
 }
 
-/// Writes `configured` into the store as the endpoints of origin `config`: a new one is
-/// added (resuming the cursor its id already has), a changed one replaced — a changed secret
-/// keeps signing beside the new one for `overlap` — and one of origin `config` no longer
-/// configured removed. An endpoint the API registered under a configured id becomes the
-/// configuration's (logged).
+/// Writes `configured` into the store as endpoints of origin `config`: a new one is added
+/// (resuming the cursor its id already has), a changed one replaced — a changed secret keeps
+/// signing beside the new one for `overlap`. An endpoint the API registered under a
+/// configured id becomes the configuration's (logged).
 pub(crate) async fn write_configured(
     store: &dyn WebhookEndpoints,
     configured: &[Endpoint],
@@ -249,12 +249,6 @@ pub(crate) async fn write_configured(
             ..stored.clone()
         };
         store.update_webhook(&row, stored.version).await?;
-    }
-    for stored in store.webhook_endpoints().await? {
-        if stored.origin == WebhookOrigin::Config && !configured.iter().any(|e| e.id == stored.id) {
-            info!(webhook = %stored.id, "a webhook endpoint no longer configured is removed");
-            store.remove_webhook(&stored.id).await?;
-        }
     }
     Ok(())
 }

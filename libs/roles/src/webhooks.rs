@@ -1,9 +1,10 @@
 //! Webhooks over the platform feed: every lifecycle event (`GET /v1/feed`, migration 0014)
 //! POSTed to each endpoint, at least once, in feed order per endpoint.
 //!
-//! The endpoints are the store's (migration 0016, [`juegoland_store::WebhookEndpoints`]): those the platform
-//! API registered and those of the deliverer's start-up configuration, which it writes there
-//! first ([`crate::webhook_config::write_configured`]). A supervisor reads them every
+//! The endpoints are the store's (migration 0016, [`juegoland_store::WebhookEndpoints`]):
+//! those the platform API registered and those of the deliverer's own start-up
+//! configuration, which it writes there first ([`crate::webhook_config::write_configured`]);
+//! another deliverer's configured endpoints are not its to deliver. A supervisor reads them every
 //! `refresh` and runs one delivery loop per endpoint: a new endpoint starts delivering, a
 //! changed one (its URL, kinds or secrets) is delivered as changed from its next request, a
 //! removed one stops (its lease given up). While a rotated-out secret's overlap lasts, each
@@ -45,7 +46,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use juegoland_api::{FeedCursor, FeedEvent};
-use juegoland_store::{Store, StoreError, WebhookClaim, WebhookEndpoint};
+use juegoland_store::{Store, StoreError, WebhookClaim, WebhookEndpoint, WebhookOrigin};
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -383,8 +384,12 @@ impl Supervisor {
         }
     }
 
-    /// Starts, changes and stops delivery loops so there is one per row, sending as it says.
+    /// Starts, changes and stops delivery loops so there is one per row this deliverer
+    /// delivers (the API's, and its own configuration's), sending as the row says.
     fn reconcile(&mut self, rows: Vec<WebhookEndpoint>) {
+        let mine =
+            |row: &WebhookEndpoint| row.origin == WebhookOrigin::Api || self.configured.iter().any(|e| e.id == row.id);
+        let rows: Vec<WebhookEndpoint> = rows.into_iter().filter(mine).collect();
         let ids: std::collections::BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
         self.running.retain(|id, running| {
             let keep = ids.contains(id);

@@ -11,7 +11,7 @@ use juegoland_roles::signature::{DEFAULT_TOLERANCE, SIGNATURE_HEADER, SignatureE
 use juegoland_testkit::{Answer, Received, WebhookReceiver};
 use serde_json::{Value, json};
 
-use crate::client::{Server, data_dir, http_raw};
+use crate::client::{Server, data_dir, http_raw, http_with};
 
 const SECRET: &str = "whsec-all-in-one";
 const WAIT: Duration = Duration::from_secs(30);
@@ -241,4 +241,237 @@ async fn scheduler_replicas_deliver_an_endpoint_one_at_a_time_and_hand_it_over_w
     drop(replicas);
     drop(platform);
     schema.drop_schema().await;
+}
+
+const PLATFORM: &str = "platform-token-for-webhooks";
+
+/// One platform API call with the platform token; (status, JSON body or null).
+async fn api(server: &Server, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = format!("Bearer {PLATFORM}");
+    let mut headers = vec![("Authorization", auth.as_str())];
+    if !body.is_empty() {
+        headers.push(("Content-Type", "application/json"));
+    }
+    let (status, _, text) = http_with(&server.addr.to_string(), method, path, &headers, body.as_bytes()).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The events a request carried, by kind and id.
+fn kinds_and_ids(r: &Received) -> Vec<(String, String)> {
+    let body: Value = serde_json::from_slice(&r.body).expect("a JSON body");
+    let events = body["events"].as_array().expect("events");
+    events.iter().map(|e| (e["kind"].as_str().unwrap().to_owned(), e["id"].as_str().unwrap().to_owned())).collect()
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// Whether `secret` verifies the request's signature.
+fn signed_by(r: &Received, secret: &str) -> bool {
+    let header = r.header(SIGNATURE_HEADER).expect("signed");
+    verify(secret.as_bytes(), header, &r.body, now_secs(), DEFAULT_TOLERANCE).is_ok()
+}
+
+/// `/v1/webhooks` on the all-in-one: an endpoint registered, changed, rotated, replayed,
+/// pinged and removed through the API — each taking effect in the running deliverer, and the
+/// registration surviving a restart — beside one from the configuration, which the API shows
+/// but does not change; every mistake answered with its field.
+#[tokio::test]
+async fn webhook_endpoints_are_managed_through_the_platform_api_while_the_server_runs() {
+    let receiver = WebhookReceiver::start().await;
+    receiver.answer(Answer::Status(204));
+    let dir = data_dir();
+    let mut args = webhook_args(&receiver.url("/configured"));
+    args.extend(
+        ["--webhook-kinds", "finished", "--webhook-refresh-ms", "100", "--platform-token", PLATFORM].map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start_in(&dir, &args);
+    // The platform token guards every call.
+    let (status, _, _) = http_with(&server.addr.to_string(), "GET", "/v1/webhooks", &[], b"").await;
+    assert_eq!(status, 401);
+    let before = create_with_token(&server).await;
+
+    // Registered: from now on (the match created before is not sent), a secret made and shown once.
+    let (status, registered) = api(
+        &server,
+        "POST",
+        "/v1/webhooks",
+        Some(json!({ "id": "ratings", "url": receiver.url("/ratings"), "kinds": ["cancelled", "finished"] })),
+    )
+    .await;
+    assert_eq!(status, 201, "{registered}");
+    let first_secret = registered["secret"].as_str().unwrap().to_owned();
+    assert!(first_secret.starts_with("whsec_") && first_secret.len() == 70, "{first_secret}");
+    assert_eq!(registered["webhook"]["origin"], "api");
+    assert_eq!(registered["webhook"]["kinds"], json!(["cancelled", "finished"]));
+    let (status, again) =
+        api(&server, "POST", "/v1/webhooks", Some(json!({ "id": "ratings", "url": receiver.url("/x") }))).await;
+    assert_eq!((status, again["code"].as_str(), again["field"].as_str()), (409, Some("WEBHOOK_EXISTS"), Some("id")));
+
+    cancel_with_token(&server, &before).await;
+    let got =
+        receiver.wait_until(WAIT, "the cancellation at /ratings", |r| r.iter().any(|x| x.path == "/ratings")).await;
+    let first = got.iter().find(|x| x.path == "/ratings").unwrap();
+    assert_eq!(kinds_and_ids(first).iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["cancelled"]);
+    assert_eq!(first.header("juegoland-webhook"), Some("ratings"));
+    assert!(signed_by(first, &first_secret));
+
+    // A ping: one signed request with no events, its outcome answered.
+    let (status, ping) = api(&server, "POST", "/v1/webhooks/ratings/ping", None).await;
+    assert_eq!(
+        (status, ping["outcome"].as_str(), ping["status"].as_u64()),
+        (200, Some("delivered"), Some(204)),
+        "{ping}"
+    );
+    let pinged = receiver.received().into_iter().rev().find(|x| x.path == "/ratings").unwrap();
+    let body: Value = serde_json::from_slice(&pinged.body).unwrap();
+    assert_eq!(body, json!({ "webhook": "ratings", "events": [], "ping": true }));
+    assert!(signed_by(&pinged, &first_secret));
+
+    // Rotated with an overlap: each delivery is signed by both secrets; without one, by the new only.
+    let (status, rotated) =
+        api(&server, "POST", "/v1/webhooks/ratings/rotation", Some(json!({ "overlapMs": 600000 }))).await;
+    assert_eq!(status, 200, "{rotated}");
+    let second_secret = rotated["secret"].as_str().unwrap().to_owned();
+    assert_ne!(second_secret, first_secret);
+    assert!(rotated["webhook"]["previousSecretUntilMs"].as_i64().is_some(), "{rotated}");
+    let deliveries = |r: &[Received], path: &str| {
+        r.iter().filter(|x| x.path == path && !x.body.windows(6).any(|w| w == b"\"ping\"")).count()
+    };
+    settle().await;
+    let seen = deliveries(&receiver.received(), "/ratings");
+    let overlapped = create_with_token(&server).await;
+    cancel_with_token(&server, &overlapped).await;
+    let got = receiver.wait_until(WAIT, "a delivery after the rotation", |r| deliveries(r, "/ratings") > seen).await;
+    let after_rotation = got.iter().filter(|x| x.path == "/ratings").last().unwrap();
+    assert!(signed_by(after_rotation, &second_secret) && signed_by(after_rotation, &first_secret));
+    let custom = "a-secret-of-our-own-choosing";
+    let (status, rotated) =
+        api(&server, "POST", "/v1/webhooks/ratings/rotation", Some(json!({ "secret": custom, "overlapMs": 0 }))).await;
+    assert_eq!((status, rotated["secret"].as_str()), (200, Some(custom)), "{rotated}");
+    assert_eq!(rotated["webhook"]["previousSecretUntilMs"], Value::Null);
+    let (status, _) = api(&server, "POST", "/v1/webhooks/ratings/ping", None).await;
+    assert_eq!(status, 200);
+    let pinged = receiver.received().into_iter().rev().find(|x| x.path == "/ratings").unwrap();
+    assert!(signed_by(&pinged, custom) && !signed_by(&pinged, &second_secret), "the old secret no longer signs");
+
+    // Changed: a new URL and every kind, from the next delivery.
+    let (status, changed) =
+        api(&server, "PATCH", "/v1/webhooks/ratings", Some(json!({ "url": receiver.url("/moved"), "kinds": null })))
+            .await;
+    assert_eq!((status, changed["kinds"].clone()), (200, Value::Null), "{changed}");
+    settle().await;
+    let moved = create_with_token(&server).await;
+    let got = receiver.wait_until(WAIT, "the creation at /moved", |r| r.iter().any(|x| x.path == "/moved")).await;
+    let at_moved: Vec<(String, String)> = got.iter().filter(|x| x.path == "/moved").flat_map(kinds_and_ids).collect();
+    assert_eq!(at_moved, [("created".to_owned(), format!("{moved}/0"))]);
+
+    // It survives a restart, and the deliverer picks it up again.
+    drop(server);
+    let server = Server::start_in(&dir, &args);
+    let (status, listed) = api(&server, "GET", "/v1/webhooks", None).await;
+    assert_eq!(status, 200, "{listed}");
+    let listed: Vec<(&str, &str)> = listed["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["id"].as_str().unwrap(), w["origin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(listed, [("default", "config"), ("ratings", "api")]);
+
+    // Replayed from the feed's beginning: every event again, in feed order.
+    let (status, _) = api(&server, "POST", "/v1/webhooks/ratings/replay", Some(json!({ "after": "0-0" }))).await;
+    assert_eq!(status, 200);
+    let fed = feed_ids_with_token(&server).await;
+    let seen = receiver.received().len();
+    let got = receiver
+        .wait_until(WAIT, "the whole feed again at /moved", |r| {
+            r[seen..].iter().filter(|x| x.path == "/moved").flat_map(ids).collect::<Vec<_>>().len() >= fed.len()
+        })
+        .await;
+    let replayed: Vec<String> = got[seen..].iter().filter(|x| x.path == "/moved").flat_map(ids).collect();
+    assert_eq!(replayed[..fed.len()], fed[..], "the feed again, in its order");
+    let (_, described) = api(&server, "GET", "/v1/webhooks/ratings", None).await;
+    assert_eq!(described["heldBy"], "all-in-one", "{described}");
+
+    // The configured endpoint is shown, not changed.
+    for (method, path, body) in [
+        ("PATCH", "/v1/webhooks/default", Some(json!({ "url": receiver.url("/elsewhere") }))),
+        ("POST", "/v1/webhooks/default/rotation", None),
+    ] {
+        let (status, refused) = api(&server, method, path, body).await;
+        assert_eq!((status, refused["code"].as_str()), (409, Some("WEBHOOK_CONFIGURED")), "{path}: {refused}");
+    }
+
+    // Every mistake names its field, and changes nothing.
+    let mistakes = [
+        ("POST", "/v1/webhooks", json!({ "id": "Bad Id", "url": receiver.url("/x") }), 400, "id"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": "ftp://example.com/" }), 400, "url"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": receiver.url("/x"), "kinds": ["ended"] }), 400, "kinds"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": receiver.url("/x"), "kinds": [] }), 400, "kinds"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": receiver.url("/x"), "secret": "short" }), 400, "secret"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": receiver.url("/x"), "after": "later" }), 400, "after"),
+        ("POST", "/v1/webhooks", json!({ "id": "x", "url": receiver.url("/x"), "urls": [] }), 400, "urls"),
+        ("PATCH", "/v1/webhooks/ratings", json!({ "url": "not a url" }), 400, "url"),
+        ("POST", "/v1/webhooks/ratings/rotation", json!({ "overlapMs": 2_592_000_001u64 }), 400, "overlapMs"),
+        ("POST", "/v1/webhooks/ratings/replay", json!({ "after": "x-y" }), 400, "after"),
+    ];
+    for (method, path, body, expected, field) in mistakes {
+        let (status, refused) = api(&server, method, path, Some(body.clone())).await;
+        assert_eq!((status, refused["field"].as_str()), (expected, Some(field)), "{body}: {refused}");
+        assert!(refused["message"].as_str().is_some_and(|m| !m.is_empty()), "{refused}");
+    }
+    let (status, missing) = api(&server, "GET", "/v1/webhooks/nobody", None).await;
+    assert_eq!((status, missing["code"].as_str()), (404, Some("WEBHOOK_NOT_FOUND")));
+    let (status, _, _) = http_with(
+        &server.addr.to_string(),
+        "POST",
+        "/v1/webhooks",
+        &[("Authorization", &format!("Bearer {PLATFORM}")), ("Content-Type", "text/plain")],
+        b"{}",
+    )
+    .await;
+    assert_eq!(status, 415);
+    let (_, listed) = api(&server, "GET", "/v1/webhooks", None).await;
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 2, "no mistake registered anything");
+
+    // Removed: nothing more is sent to it.
+    let (status, _) = api(&server, "DELETE", "/v1/webhooks/ratings", None).await;
+    assert_eq!(status, 204);
+    let (status, _) = api(&server, "DELETE", "/v1/webhooks/ratings", None).await;
+    assert_eq!(status, 404);
+    settle().await;
+    let seen = receiver.received().len();
+    let last = create_with_token(&server).await;
+    cancel_with_token(&server, &last).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = receiver.received();
+    assert!(later[seen..].iter().all(|x| x.path != "/moved"), "a removed endpoint gets nothing");
+}
+
+/// Waits for the deliverer to read a change (`--webhook-refresh-ms 100`, a few times over).
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+async fn create_with_token(server: &Server) -> String {
+    let body = json!({ "game": "conecta4", "seats": { "p0": "alice", "p1": "bob" } });
+    let (status, created) = api(server, "POST", "/v1/matches", Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    created["matchId"].as_str().unwrap().to_owned()
+}
+
+async fn cancel_with_token(server: &Server, id: &str) {
+    let path = format!("/v1/matches/{id}/cancellation");
+    let (status, body) = api(server, "POST", &path, Some(json!({ "reasonCode": "platform.test" }))).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+async fn feed_ids_with_token(server: &Server) -> Vec<String> {
+    let (status, page) = api(server, "GET", "/v1/feed?limit=100", None).await;
+    assert_eq!(status, 200, "{page}");
+    page["events"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
 }
