@@ -254,6 +254,14 @@ fn http_matrix() -> Vec<(&'static str, &'static str, Policy)> {
         ("GET", "/v1/packages/{id}", Public(404)),
         ("GET", "/v1/packages/{id}/{version}", Public(404)),
         ("GET", "/v1/packages/{id}/{version}/{*path}", Public(404)),
+        ("POST", "/v1/webhooks", Platform(201)),
+        ("GET", "/v1/webhooks", Platform(200)),
+        ("GET", "/v1/webhooks/{id}", Platform(200)),
+        ("PATCH", "/v1/webhooks/{id}", Platform(200)),
+        ("DELETE", "/v1/webhooks/{id}", Platform(204)),
+        ("POST", "/v1/webhooks/{id}/rotation", Platform(200)),
+        ("POST", "/v1/webhooks/{id}/replay", Platform(200)),
+        ("POST", "/v1/webhooks/{id}/ping", Platform(200)),
     ]
 }
 
@@ -948,8 +956,10 @@ fn collect_type_consts(v: &Value, out: &mut BTreeSet<String>) {
 /// The routes `libs/edge/src/http.rs` serves: each `.route("path", get(…).post(…))` with its
 /// methods, and each `.nest_service("path", …)` as `ANY`.
 fn served_routes() -> BTreeSet<(String, String)> {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../libs/edge/src/http.rs");
-    let src = std::fs::read_to_string(src).expect("the edge's http.rs");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../libs/edge/src/");
+    let src = ["http.rs", "webhook_routes.rs"]
+        .map(|file| std::fs::read_to_string(format!("{dir}{file}")).expect("the edge's routes"))
+        .concat();
     let mut out = BTreeSet::new();
     for (marker, nested) in [(".route(\"", false), (".nest_service(\"", true)] {
         for (i, _) in src.match_indices(marker) {
@@ -1045,6 +1055,25 @@ async fn http_cell(addr: &str, method: &str, route: &str, scratch: &str, bearer:
                 "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"authz","version":"0"}}});
             let headers = [("Accept", "application/json, text/event-stream")];
             return http(addr, "POST", "/v1/mcp", bearer, &headers, &body.to_string()).await;
+        }
+        "/v1/webhooks" if method == "POST" => {
+            let body = json!({"id": format!("r-{scratch}"), "url": "http://127.0.0.1:9/"});
+            (route.to_owned(), body.to_string())
+        }
+        "/v1/webhooks" => (route.to_owned(), String::new()),
+        webhook if webhook.starts_with("/v1/webhooks/{id}") => {
+            // The row's endpoint, registered by the platform (again: 409) before the probe.
+            let id = format!("w-{scratch}");
+            let register = json!({"id": id, "url": "http://127.0.0.1:9/"}).to_string();
+            let (status, body) = http(addr, "POST", "/v1/webhooks", Some(PLATFORM), &[], &register).await;
+            assert!(status == 201 || status == 409, "register {id}: {status} {body}");
+            let path = webhook.replace("{id}", &id);
+            let body = match webhook {
+                "/v1/webhooks/{id}" if method == "PATCH" => json!({"url": "http://127.0.0.1:9/moved"}).to_string(),
+                "/v1/webhooks/{id}/replay" => json!({"after": "0-0"}).to_string(),
+                _ => String::new(),
+            };
+            (path, body)
         }
         other => panic!("no probe for route {other}: add one to http_cell"),
     };

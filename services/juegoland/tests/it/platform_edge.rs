@@ -23,6 +23,8 @@ async fn the_platform_api_takes_json_bodies_only() {
         (format!("/v1/matches/{m}/replays"), json!({ "speedPercent": 100 }).to_string()),
         (format!("/v1/matches/{m}/agents"), json!({ "seat": "p1" }).to_string()),
         ("/v1/dev/tokens".to_owned(), json!({ "principal": "mallory" }).to_string()),
+        ("/v1/webhooks".to_owned(), json!({ "id": "cross", "url": "http://127.0.0.1:9/" }).to_string()),
+        ("/v1/webhooks/cross/replay".to_owned(), json!({ "after": "0-0" }).to_string()),
     ];
     let content_types: [&[(&str, &str)]; 5] = [
         &[("Content-Type", "text/plain")],
@@ -53,6 +55,9 @@ async fn the_platform_api_takes_json_bodies_only() {
         (Some(0), Some("active")),
         "{described}"
     );
+
+    let (_, webhooks) = server.http("GET", "/v1/webhooks", None).await;
+    assert_eq!(webhooks["webhooks"], json!([]), "a refused registration registered: {webhooks}");
 
     // JSON with parameters, in any case, is JSON; a POST without a body needs no type.
     let json_types = ["application/json; charset=utf-8", "Application/JSON"];

@@ -346,7 +346,7 @@ async fn webhook_endpoints_are_managed_through_the_platform_api_while_the_server
     let overlapped = create_with_token(&server).await;
     cancel_with_token(&server, &overlapped).await;
     let got = receiver.wait_until(WAIT, "a delivery after the rotation", |r| deliveries(r, "/ratings") > seen).await;
-    let after_rotation = got.iter().filter(|x| x.path == "/ratings").last().unwrap();
+    let after_rotation = got.iter().rev().find(|x| x.path == "/ratings").unwrap();
     assert!(signed_by(after_rotation, &second_secret) && signed_by(after_rotation, &first_secret));
     let custom = "a-secret-of-our-own-choosing";
     let (status, rotated) =
