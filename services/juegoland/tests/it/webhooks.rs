@@ -475,3 +475,62 @@ async fn feed_ids_with_token(server: &Server) -> Vec<String> {
     assert_eq!(status, 200, "{page}");
     page["events"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
 }
+
+/// In a cluster: an endpoint registered through a router (its rows in the cluster's
+/// PostgreSQL) is picked up by a scheduler replica started without any webhook
+/// configuration, which delivers the feed of matches the router created; a removal through
+/// the router stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_registers_endpoints_that_the_scheduler_replicas_deliver() {
+    use crate::harness::{Cluster, Proc, scheduler_args};
+    let cluster = Cluster::start("webhook_api", 1, 1).await;
+    let url = cluster.schema.url();
+    let replica = Proc::spawn(scheduler_args(
+        &url,
+        &cluster.router_urls(),
+        "replica-a",
+        &["--webhook-refresh-ms", "100", "--webhook-poll-ms", "50"],
+    ));
+    let router = cluster.routers[0].http.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let receiver = WebhookReceiver::start().await;
+    receiver.answer(Answer::Status(200));
+    let call = |method: &'static str, path: String, body: Option<Value>| {
+        let router = router.clone();
+        async move { crate::client::http(&router, method, &path, body).await }
+    };
+
+    let (status, registered) = call(
+        "POST",
+        "/v1/webhooks".into(),
+        Some(json!({ "id": "ratings", "url": receiver.url("/cluster"), "after": "0-0" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{registered}");
+    let secret = registered["secret"].as_str().unwrap().to_owned();
+    let (status, created) =
+        call("POST", "/v1/matches".into(), Some(json!({ "game": "conecta4", "seats": { "p0": "ana", "p1": "ben" } })))
+            .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["matchId"].as_str().unwrap();
+    let got =
+        receiver.wait_until(WAIT, "the creation delivered", |r| acknowledged(r).contains(&format!("{id}/0"))).await;
+    assert!(got.iter().all(|r| signed_by(r, &secret) && r.header("juegoland-webhook") == Some("ratings")));
+    let (status, listed) = call("GET", "/v1/webhooks".into(), None).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["webhooks"][0]["heldBy"], "replica-a", "{listed}");
+    let (status, ping) = call("POST", "/v1/webhooks/ratings/ping".into(), None).await;
+    assert_eq!((status, ping["outcome"].as_str()), (200, Some("delivered")), "{ping}");
+
+    let (status, _) = call("DELETE", "/v1/webhooks/ratings".into(), None).await;
+    assert_eq!(status, 204);
+    settle().await;
+    let seen = receiver.received().len();
+    let (status, _) =
+        call("POST", "/v1/matches".into(), Some(json!({ "game": "conecta4", "seats": { "p0": "cy", "p1": "di" } })))
+            .await;
+    assert_eq!(status, 201);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(receiver.received().len(), seen, "a removed endpoint gets nothing");
+    drop(replica);
+    cluster.stop().await;
+}
