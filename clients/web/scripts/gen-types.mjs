@@ -24,6 +24,15 @@ const SCHEMAS = [
   ["libs/api/schemas/spectator-grant.json", "SpectatorGrant"],
   ["libs/api/schemas/agent-grant.json", "AgentGrant"],
   ["libs/api/schemas/problem.json", "Problem"],
+  ["libs/api/schemas/register-webhook.json", "RegisterWebhook"],
+  ["libs/api/schemas/change-webhook.json", "ChangeWebhook"],
+  ["libs/api/schemas/rotate-secret.json", "RotateSecret"],
+  ["libs/api/schemas/replay-webhook.json", "ReplayWebhook"],
+  ["libs/api/schemas/webhook.json", "WebhookView"],
+  ["libs/api/schemas/webhook-list.json", "WebhookList"],
+  ["libs/api/schemas/registered-webhook.json", "RegisteredWebhook"],
+  ["libs/api/schemas/rotated-secret.json", "RotatedSecret"],
+  ["libs/api/schemas/ping-result.json", "PingResult"],
 ];
 
 export async function generate() {

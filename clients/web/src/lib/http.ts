@@ -1,7 +1,7 @@
 /**
  * The HTTP calls a client needs besides the protocol: the catalog, dev tokens, creating a
- * match, and the platform's reads a dev lobby may make (a match's seats, the active matches,
- * a spectator grant).
+ * match, the platform's reads a dev lobby may make (a match's seats, the active matches,
+ * a spectator grant), and the platform's webhook endpoints (`webhooks`).
  */
 import type {
   ContractTuple,
@@ -11,9 +11,17 @@ import type {
   MatchListing,
   MatchPage,
   MatchSummary,
+  PingResult,
   Problem,
+  RegisterWebhook,
+  RegisteredWebhook,
+  RotateSecret,
+  RotatedSecret,
   SeatSpec,
   SpectatorGrant,
+  ChangeWebhook,
+  WebhookList,
+  WebhookView,
 } from "../protocol/generated";
 
 export interface CatalogEntry {
@@ -57,6 +65,15 @@ export type {
   SeatSummary,
   SpectatorGrant,
   WebhookBody,
+  RegisterWebhook,
+  ChangeWebhook,
+  RotateSecret,
+  ReplayWebhook,
+  WebhookView,
+  WebhookList,
+  RegisteredWebhook,
+  RotatedSecret,
+  PingResult,
 } from "../protocol/generated";
 
 /** Who plays a seat, as the platform API tells it (the generated `Controller`). */
@@ -144,3 +161,30 @@ export const activeMatches = async (baseUrl: string, limit = 20, options: Platfo
  */
 export const grantSpectator = async (baseUrl: string, matchId: string, options: PlatformOptions = {}) =>
   (await call<SpectatorGrant>(baseUrl, "POST", `/v1/matches/${encodeURIComponent(matchId)}/spectators`, {}, options)).token;
+
+const webhookPath = (id: string) => `/v1/webhooks/${encodeURIComponent(id)}`;
+
+/**
+ * The platform's webhook endpoints (`/v1/webhooks`, with the platform token): register one
+ * (its secret is shown in the answer only), list, read, change its URL or kinds, remove,
+ * rotate its secret (the old one keeps signing for `overlapMs`), replay the feed after a
+ * cursor, and ping it (one signed request with no events, its outcome answered).
+ */
+export const webhooks = {
+  register: (baseUrl: string, request: RegisterWebhook, options: PlatformOptions = {}) =>
+    call<RegisteredWebhook>(baseUrl, "POST", "/v1/webhooks", request, options),
+  list: async (baseUrl: string, options: PlatformOptions = {}) =>
+    (await call<WebhookList>(baseUrl, "GET", "/v1/webhooks", undefined, options)).webhooks,
+  describe: (baseUrl: string, id: string, options: PlatformOptions = {}) =>
+    call<WebhookView>(baseUrl, "GET", webhookPath(id), undefined, options),
+  change: (baseUrl: string, id: string, change: ChangeWebhook, options: PlatformOptions = {}) =>
+    call<WebhookView>(baseUrl, "PATCH", webhookPath(id), change, options),
+  remove: (baseUrl: string, id: string, options: PlatformOptions = {}) =>
+    call<null>(baseUrl, "DELETE", webhookPath(id), undefined, options),
+  rotate: (baseUrl: string, id: string, request: RotateSecret = {}, options: PlatformOptions = {}) =>
+    call<RotatedSecret>(baseUrl, "POST", `${webhookPath(id)}/rotation`, request, options),
+  replay: (baseUrl: string, id: string, after: string, options: PlatformOptions = {}) =>
+    call<WebhookView>(baseUrl, "POST", `${webhookPath(id)}/replay`, { after }, options),
+  ping: (baseUrl: string, id: string, options: PlatformOptions = {}) =>
+    call<PingResult>(baseUrl, "POST", `${webhookPath(id)}/ping`, undefined, options),
+};

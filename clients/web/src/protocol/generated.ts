@@ -768,6 +768,10 @@ export interface FeedEvent {
 export interface WebhookBody {
   events: FeedEvent[];
   /**
+   * True on a test request (`POST /v1/webhooks/{id}/ping`, no events); absent on deliveries.
+   */
+  ping?: boolean;
+  /**
    * The endpoint's id (also the `Juegoland-Webhook` header).
    */
   webhook: string;
@@ -880,4 +884,177 @@ export interface Problem {
   code: string;
   field?: string | null;
   message: string;
+}
+
+// libs/api/schemas/register-webhook.json
+/**
+ * `POST /v1/webhooks`: a new endpoint.
+ */
+export interface RegisterWebhook {
+  /**
+   * Deliver the feed's events after this cursor (as `GET /v1/feed` gives them; `0-0` is
+   * the feed's beginning). By default, the events written from now on.
+   */
+  after?: string | null;
+  /**
+   * 1 to 64 characters of `a-z`, `0-9`, `-`, `_`, `.`: the body's `webhook`, the
+   * `Juegoland-Webhook` header and the metrics' `webhook` label.
+   */
+  id: string;
+  /**
+   * Only these feed kinds are sent (`created`, `seatChanged`, `finished`, `cancelled`);
+   * every kind by default.
+   */
+  kinds?: string[] | null;
+  /**
+   * The signing secret, 16 to 256 characters; by default the server makes one
+   * (`whsec_…`). Either way the answer shows it, and nothing shows it again.
+   */
+  secret?: string | null;
+  /**
+   * `http://` or `https://`.
+   */
+  url: string;
+}
+
+// libs/api/schemas/change-webhook.json
+/**
+ * `PATCH /v1/webhooks/{id}`: what changes (a field left out stays).
+ */
+export interface ChangeWebhook {
+  /**
+   * The kinds sent; `null` sends every kind again.
+   */
+  kinds?: string[] | null;
+  url?: string | null;
+}
+
+// libs/api/schemas/rotate-secret.json
+/**
+ * `POST /v1/webhooks/{id}/rotation`: a new signing secret. Until `overlapMs` has passed,
+ * deliveries carry a signature by each secret, so receivers switch without a refusal.
+ */
+export interface RotateSecret {
+  /**
+   * How long the old secret keeps signing, in ms: 0 (not at all) to 30 days; 24 hours by
+   * default. A secret older than the old one stops signing at once.
+   */
+  overlapMs?: number | null;
+  /**
+   * The new secret (16 to 256 characters); by default the server makes one.
+   */
+  secret?: string | null;
+}
+
+// libs/api/schemas/replay-webhook.json
+/**
+ * `POST /v1/webhooks/{id}/replay`: deliver again from a feed cursor.
+ */
+export interface ReplayWebhook {
+  /**
+   * The events after this cursor are delivered again, in feed order (`0-0`: the whole
+   * feed). A cursor ahead of the endpoint's skips what is between.
+   */
+  after: string;
+}
+
+// libs/api/schemas/webhook.json
+/**
+ * One endpoint as the API shows it: never its secrets.
+ */
+export interface WebhookView {
+  createdMs: number;
+  /**
+   * The feed cursor after the last event the endpoint acknowledged (`0-0`: none yet).
+   */
+  cursor: string;
+  /**
+   * The deliverer holding the endpoint now (a scheduler replica, `all-in-one`); `null`
+   * while none does.
+   */
+  heldBy?: string | null;
+  id: string;
+  /**
+   * The kinds sent; `null`: every kind.
+   */
+  kinds?: string[] | null;
+  /**
+   * `api` (registered here) or `config` (from a deliverer's start-up configuration,
+   * changed there; the API can only remove it).
+   */
+  origin: string;
+  /**
+   * Until when (ms since the Unix epoch) the previous secret still signs deliveries;
+   * `null` when only one secret signs.
+   */
+  previousSecretUntilMs?: number | null;
+  updatedMs: number;
+  url: string;
+}
+
+// libs/api/schemas/webhook-list.json
+/**
+ * `GET /v1/webhooks`.
+ */
+export interface WebhookList {
+  webhooks: WebhookView[];
+}
+/**
+ * One endpoint as the API shows it: never its secrets.
+ *
+ * This interface was referenced by `WebhookList`'s JSON-Schema
+ * via the `definition` "WebhookView".
+ */
+
+// libs/api/schemas/registered-webhook.json
+/**
+ * The answer to a registration: the endpoint and its secret (shown only here).
+ */
+export interface RegisteredWebhook {
+  secret: string;
+  webhook: WebhookView;
+}
+/**
+ * One endpoint as the API shows it: never its secrets.
+ *
+ * This interface was referenced by `RegisteredWebhook`'s JSON-Schema
+ * via the `definition` "WebhookView".
+ */
+
+// libs/api/schemas/rotated-secret.json
+/**
+ * The answer to a rotation: the new secret (shown only here) and the endpoint.
+ */
+export interface RotatedSecret {
+  secret: string;
+  webhook: WebhookView;
+}
+/**
+ * One endpoint as the API shows it: never its secrets.
+ *
+ * This interface was referenced by `RotatedSecret`'s JSON-Schema
+ * via the `definition` "WebhookView".
+ */
+
+// libs/api/schemas/ping-result.json
+/**
+ * The answer to `POST /v1/webhooks/{id}/ping`: what became of one signed request with no
+ * events (`{"webhook": id, "events": [], "ping": true}`) sent to the endpoint now. The
+ * endpoint's cursor and deliveries are not touched.
+ */
+export interface PingResult {
+  /**
+   * What happened, for a person (`200 OK`, `connection refused`, …).
+   */
+  detail: string;
+  elapsedMs: number;
+  /**
+   * `delivered` (a 2xx), `rejected` (another status), `timeout` or `unreachable`, as
+   * the deliveries' metrics count them.
+   */
+  outcome: string;
+  /**
+   * The answer's HTTP status, when there was one.
+   */
+  status?: number | null;
 }

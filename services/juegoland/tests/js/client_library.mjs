@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { extname, join, normalize } from "node:path";
 import { pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { MatchClient, catalog, contractOf, memoryPendingStore } from "@juegoland/client";
+import { HttpError, MatchClient, catalog, contractOf, memoryPendingStore, webhooks } from "@juegoland/client";
 
 const OVERALL_TIMEOUT_MS = 180_000;
 const STEP_MS = 20_000;
@@ -129,6 +129,32 @@ async function play(p, column, revision, others) {
   check(p.client.pending === null, `${p.principal}'s move is still pending after revision ${revision}`);
 }
 
+/** The library's webhook calls against the real server, and a refusal as a typed error naming its field. */
+async function webhookCalls(base) {
+  const registered = await webhooks.register(base, { id: "lib", url: "http://127.0.0.1:9/hooks", kinds: ["finished"] });
+  check(registered.secret.startsWith("whsec_") && registered.webhook.origin === "api", `register: ${JSON.stringify(registered)}`);
+  const changed = await webhooks.change(base, "lib", { kinds: null });
+  check(changed.kinds === null, `change: ${JSON.stringify(changed)}`);
+  const rotated = await webhooks.rotate(base, "lib", { overlapMs: 1000 });
+  check(rotated.secret !== registered.secret && rotated.webhook.previousSecretUntilMs > Date.now(), `rotate: ${JSON.stringify(rotated)}`);
+  const replayed = await webhooks.replay(base, "lib", "0-0");
+  check(replayed.cursor === "0-0", `replay: ${JSON.stringify(replayed)}`);
+  const ping = await webhooks.ping(base, "lib");
+  check(ping.outcome === "unreachable" && ping.status === null, `ping of a closed port: ${JSON.stringify(ping)}`);
+  const listed = await webhooks.list(base);
+  check(listed.length === 1 && listed[0].id === "lib", `list: ${JSON.stringify(listed)}`);
+  let refused = null;
+  try {
+    await webhooks.register(base, { id: "Not Valid", url: "http://127.0.0.1:9/" });
+  } catch (e) {
+    refused = e;
+  }
+  check(refused instanceof HttpError && refused.status === 400 && refused.field === "id", `a bad id: ${refused}`);
+  await webhooks.remove(base, "lib");
+  check((await webhooks.list(base)).length === 0, "the endpoint was not removed");
+  log("webhook calls: register, change, rotate, replay, ping, list, a typed refusal, remove");
+}
+
 async function node() {
   const dir = mkdtempSync(join(tmpdir(), "juegoland-client-library-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -136,6 +162,7 @@ async function node() {
   const base = server.base;
   const addr = base.replace("http://", "");
   log(`server at ${base}; Node ${process.version}, global WebSocket: ${typeof globalThis.WebSocket}`);
+  await webhookCalls(base);
   const entry = (await catalog(base)).find((g) => g.id === "conecta4");
   const matchId = await createMatch(base, { p0: "alice", p1: "bob" });
   const alice = player(base, matchId, [contractOf(entry)], "alice", "websocket");
@@ -231,6 +258,7 @@ async function chromiumScenario() {
   const libDir = join(process.cwd(), "node_modules/@juegoland/client");
   const page0 = await staticOrigin(libDir);
   const { base, child } = await startServer(["--http", "127.0.0.1:0", "--in-memory"]);
+  await webhookCalls(base);
   const entry = (await catalog(base)).find((g) => g.id === "conecta4");
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"] });
   for (const transport of ["websocket", "socketio"]) {
