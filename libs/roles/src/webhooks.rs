@@ -330,10 +330,11 @@ struct Supervisor {
     running: std::collections::BTreeMap<String, Running>,
 }
 
-/// A running delivery loop: the version of the row it sends with, where its changes go, and
-/// what stops it.
+/// A running delivery loop: the row it sends with, where its changes go, and what stops it.
 struct Running {
-    version: u64,
+    /// Compared whole: an endpoint removed and registered again between two reads starts
+    /// again at version 1.
+    row: WebhookEndpoint,
     endpoint: tokio::sync::watch::Sender<Arc<Live>>,
     stop: CancellationToken,
 }
@@ -402,10 +403,10 @@ impl Supervisor {
         });
         for row in rows {
             let (id, version) = (row.id.clone(), row.version);
-            if self.running.get(&id).is_some_and(|r| r.version == version) {
+            if self.running.get(&id).is_some_and(|r| r.row == row) {
                 continue;
             }
-            let live = match Live::of(row) {
+            let live = match Live::of(row.clone()) {
                 Ok(live) => Arc::new(live),
                 Err(why) => {
                     warn!(webhook = %id, why, "a stored webhook endpoint cannot be delivered");
@@ -414,7 +415,7 @@ impl Supervisor {
             };
             if let Some(running) = self.running.get_mut(&id) {
                 info!(webhook = %id, version, "webhook endpoint changed; its next request follows the change");
-                running.version = version;
+                running.row = row;
                 running.endpoint.send_replace(live);
                 continue;
             }
@@ -432,7 +433,7 @@ impl Supervisor {
             };
             let span = info_span!("webhook", webhook = %id, claimant = %self.options.claimant);
             self.tasks.spawn(delivery.run().instrument(span));
-            self.running.insert(id, Running { version, endpoint, stop });
+            self.running.insert(id, Running { row, endpoint, stop });
         }
     }
 
