@@ -319,6 +319,42 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// The configuration written into the store: added once, unchanged when the same, a new
+    /// secret signing beside the old one for the overlap, an API endpoint of a configured id
+    /// taken over; nothing removed.
+    #[tokio::test]
+    async fn the_configuration_is_written_into_the_store_with_an_overlap_for_a_new_secret() {
+        use juegoland_store::MemoryStore;
+        let store = MemoryStore::new();
+        let overlap = std::time::Duration::from_secs(3600);
+        let first = endpoint("ratings", "https://r.example/h", Some(SecretSource::Inline("one")), None).unwrap();
+        write_configured(&store, std::slice::from_ref(&first), overlap).await.unwrap();
+        let written = store.webhook_endpoint("ratings").await.unwrap().unwrap();
+        assert_eq!(
+            (written.origin, written.version, written.secret.as_slice()),
+            (WebhookOrigin::Config, 1, &b"one"[..])
+        );
+        write_configured(&store, std::slice::from_ref(&first), overlap).await.unwrap();
+        assert_eq!(store.webhook_endpoint("ratings").await.unwrap().unwrap().version, 1, "the same: not rewritten");
+
+        let kinds = ["finished".to_owned()];
+        let second =
+            endpoint("ratings", "https://r.example/h", Some(SecretSource::Inline("two")), Some(&kinds)).unwrap();
+        write_configured(&store, std::slice::from_ref(&second), overlap).await.unwrap();
+        let rotated = store.webhook_endpoint("ratings").await.unwrap().unwrap();
+        assert_eq!((rotated.version, rotated.kinds.clone()), (2, Some(vec!["finished".to_owned()])));
+        let now = crate::now_ms();
+        assert_eq!(rotated.signing_secrets(now), [&b"two"[..], &b"one"[..]], "both sign during the overlap");
+        assert_eq!(rotated.signing_secrets(now + 3_600_001), [&b"two"[..]], "then only the new one");
+
+        let api = WebhookEndpoint { id: "history".into(), origin: WebhookOrigin::Api, ..rotated.clone() };
+        assert!(store.create_webhook(&api, None).await.unwrap());
+        let history = endpoint("history", "https://h.example/", Some(SecretSource::Inline("h")), None).unwrap();
+        write_configured(&store, &[history], overlap).await.unwrap();
+        assert_eq!(store.webhook_endpoint("history").await.unwrap().unwrap().origin, WebhookOrigin::Config);
+        assert!(store.webhook_endpoint("ratings").await.unwrap().is_some(), "not configured here: left alone");
+    }
+
     #[test]
     fn every_mistake_is_refused_with_what_is_wrong() {
         let dir = temp_dir("errors");
