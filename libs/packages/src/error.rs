@@ -128,6 +128,8 @@ pub enum Kind {
     DimensionsMismatch { path: String, width: u32, height: u32, found_width: u32, found_height: u32 },
     #[error("file {0:?} is empty")]
     EmptyFile(String),
+    #[error("{path:?} is {what}: a package holds regular files and directories only (copy the file into the package)")]
+    NotRegularFile { path: String, what: &'static str },
 
     // Presentation plans.
     #[error("plan has {0} steps: at most 128")]

@@ -45,10 +45,17 @@ impl Package {
 
     /// Reads every file under `dir` (the lock and publication record of a published
     /// directory excluded: they are not the package's own files) and parses it.
+    /// A symbolic link, a device, a socket or a pipe anywhere in it is refused: publishing
+    /// must never read what lies outside the package (`notes.txt -> ~/.ssh/id_ed25519`,
+    /// `env.txt -> /proc/self/environ`) and make it public.
     pub fn read_dir(dir: &Path) -> Result<Self, Rejection> {
         let mut files = BTreeMap::new();
-        read_tree(dir, dir, &mut files)
-            .map_err(|e| Rejection::new(dir.display().to_string(), "", Kind::Io(format!("read package: {e}"))))?;
+        read_tree(dir, dir, &mut files).map_err(|e| match e {
+            TreeError::Io(e) => Rejection::new(dir.display().to_string(), "", Kind::Io(format!("read package: {e}"))),
+            TreeError::NotRegular { path, what } => {
+                Rejection::new(dir.display().to_string(), "", Kind::NotRegularFile { path, what })
+            }
+        })?;
         files.remove(LOCK_FILE);
         files.remove(PUBLICATION_FILE);
         Self::from_files(files)
@@ -79,17 +86,35 @@ impl Package {
     }
 }
 
-fn read_tree(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+enum TreeError {
+    Io(std::io::Error),
+    NotRegular { path: String, what: &'static str },
+}
+
+impl From<std::io::Error> for TreeError {
+    fn from(e: std::io::Error) -> Self {
+        TreeError::Io(e)
+    }
+}
+
+/// Reads the regular files below `dir`, by their path relative to `root`. The entries' own
+/// types are read (`DirEntry::file_type` does not follow a link), so a link is refused, not
+/// followed.
+fn read_tree(root: &Path, dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Result<(), TreeError> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        if entry.file_type()?.is_dir() {
+        let relative = path.strip_prefix(root).expect("walked below the root");
+        let name: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let name = name.join("/");
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
             read_tree(root, &path, files)?;
+        } else if kind.is_file() {
+            files.insert(name, std::fs::read(&path)?);
         } else {
-            let relative = path.strip_prefix(root).expect("walked below the root");
-            let name: Vec<String> =
-                relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-            files.insert(name.join("/"), std::fs::read(&path)?);
+            let what = if kind.is_symlink() { "a symbolic link" } else { "not a regular file" };
+            return Err(TreeError::NotRegular { path: name, what });
         }
     }
     Ok(())

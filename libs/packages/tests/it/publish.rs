@@ -170,6 +170,38 @@ fn step_2_missing_files() {
     assert!(e.to_string().starts_with("publish step 2 "), "{e}");
 }
 
+/// A link in the package — to a secret outside it, to `/proc/self/environ` — is refused, not
+/// followed and published; so is a pipe. Nothing is written to the registry.
+#[test]
+fn a_package_of_links_or_special_files_is_refused_before_anything_is_read() {
+    let scratch = TempDir::new("links");
+    let secret = scratch.path().join("secret.txt");
+    std::fs::write(&secret, "the publisher's private key").unwrap();
+    let registry = scratch.path().join("registry");
+    for (name, target) in [("notes.txt", secret.as_path()), ("env.txt", Path::new("/proc/self/environ"))] {
+        let dir = copy_game(&scratch, "conecta4");
+        std::os::unix::fs::symlink(target, dir.join(name)).unwrap();
+        let e = failure(&registry, &dir);
+        assert_eq!(e.step, Step::Resolve, "{e}");
+        assert!(
+            matches!(&*e.rejection.kind, Kind::NotRegularFile { path, what } if path == name && *what == "a symbolic link"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    let dir = copy_game(&scratch, "conecta4");
+    std::os::unix::fs::symlink(scratch.path(), dir.join("images/outside")).unwrap();
+    let e = failure(&registry, &dir);
+    assert!(matches!(&*e.rejection.kind, Kind::NotRegularFile { path, .. } if path == "images/outside"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let dir = copy_game(&scratch, "conecta4");
+    let fifo = dir.join("pipe.txt");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let e = failure(&registry, &dir);
+    assert!(matches!(&*e.rejection.kind, Kind::NotRegularFile { what, .. } if *what == "not a regular file"), "{e}");
+    assert!(!registry.join("conecta4").exists(), "nothing was published");
+}
+
 #[test]
 fn step_3_missing_translations() {
     let scratch = TempDir::new("step3");
