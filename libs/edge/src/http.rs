@@ -2,7 +2,7 @@
 //! WebSocket upgrade, the Socket.IO layer, the web client (`assets.rs`), metrics and health, and the public files
 //! of published packages.
 //!
-//! Bodies are strict JSON (unknown fields rejected); every error is a JSON object
+//! Bodies are strict JSON (unknown fields and repeated keys rejected); every error is a JSON object
 //! `{"code": …, "message": …, "field"?: …}` with a fitting status, never a stack trace: the
 //! handlers' own refusals ([`Problem`]), an unknown path or method, and every rejection of
 //! axum's extractors or the upgrade (rewritten by [`json_errors`]). `field` names the
@@ -232,6 +232,9 @@ impl Problem {
 pub(crate) fn strict<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Problem> {
     // serde's messages name the offending field or position, never stored state.
     let invalid = |message: String| problem(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message);
+    if let Some(path) = crate::duplicate_keys::duplicate_key(body) {
+        return Err(invalid(format!("{path}: the key appears twice (a JSON object names each key once)")).at(path));
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| match e.path().to_string() {
         // Not valid JSON at all (no field to name: the message says where, line and column).

@@ -16,6 +16,7 @@ mod agent;
 mod assets;
 pub mod auth;
 mod connection;
+mod duplicate_keys;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod gateway;

@@ -71,6 +71,31 @@ async fn the_platform_api_takes_json_bodies_only() {
     assert_ne!(status, 415, "an empty body needs no content type: {text}");
 }
 
+/// A key repeated in a body is refused naming its path — never the last one silently winning
+/// (`{"p0": "alice", "p0": "mallory"}` would seat mallory) — and nothing is created.
+#[tokio::test]
+async fn a_repeated_key_is_refused_naming_it() {
+    let server = Server::start(&[]);
+    let addr = server.addr.to_string();
+    let json = [("Content-Type", "application/json")];
+    let bodies = [
+        (r#"{"game":"conecta4","seats":{"p0":"alice","p0":"mallory","p1":"bob"}}"#, "seats.p0"),
+        (r#"{"game":"conecta4","seats":{"p0":"alice","p1":"bob"},"config":{"rows":6,"rows":12}}"#, "config.rows"),
+        (r#"{"game":"conecta4","game":"oca","seats":{"p0":"alice","p1":"bob"}}"#, "game"),
+    ];
+    for (body, field) in bodies {
+        let (status, _, text) = http_with(&addr, "POST", "/v1/matches", &json, body.as_bytes()).await;
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (status, answer["code"].as_str(), answer["field"].as_str()),
+            (400, Some("INVALID_REQUEST"), Some(field)),
+            "{body}: {text}"
+        );
+    }
+    let (_, listed) = server.http("GET", "/v1/matches", None).await;
+    assert_eq!(listed["matches"], json!([]), "{listed}");
+}
+
 /// With a platform token, `POST /v1/dev/tokens` is not served at all, and `/metrics` answers
 /// only the platform's bearer.
 #[tokio::test]
