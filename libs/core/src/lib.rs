@@ -24,7 +24,7 @@ pub use migration::{Migration, MigrationError, MigrationMark};
 pub use packages::{ChoiceError, GameChoice, PinError, PublishedGame, PublishedPackages};
 pub use pipeline::{
     CreateError, CreateOptions, Decision, Engine, Fault, LifecycleError, LifecycleRequest, Limits, LiveMatch,
-    MAX_PRINCIPAL_CHARS, Pending, valid_reason_code,
+    MAX_PRINCIPAL_CHARS, Pending, check_principal, is_reserved_principal, principal_shape, valid_reason_code,
 };
 pub use registry::{LoadedGame, Registry, RegistryError, rules_digest};
 pub use replay::{ReplayError, replay};

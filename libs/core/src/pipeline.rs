@@ -27,6 +27,37 @@ use crate::state::{
 /// bound).
 pub const MAX_PRINCIPAL_CHARS: usize = 128;
 
+/// The one rule of a principal's shape, wherever one enters (a seat at creation, a token's
+/// `sub`, a dev token, a cluster call): 1 to [`MAX_PRINCIPAL_CHARS`] characters, none of them
+/// a control character (`"alice\u0000"` is not alice). What is wrong, for a message.
+pub fn principal_shape(principal: &str) -> Result<(), String> {
+    let chars = principal.chars().count();
+    if chars == 0 || chars > MAX_PRINCIPAL_CHARS {
+        return Err(format!("a principal is 1 to {MAX_PRINCIPAL_CHARS} characters, not {chars}"));
+    }
+    if principal.chars().any(char::is_control) {
+        return Err("a principal has no control characters".to_owned());
+    }
+    Ok(())
+}
+
+/// Whether `principal` is one the engine itself acts under (a bot, a replay, an agent, a
+/// spectator: [`crate::state::RESERVED_PREFIXES`]), which no person may be.
+pub fn is_reserved_principal(principal: &str) -> bool {
+    crate::state::RESERVED_PREFIXES.iter().any(|p| principal.starts_with(p))
+}
+
+/// A person's principal: the shape's rule and no reserved prefix. What is wrong, for a
+/// message.
+pub fn check_principal(principal: &str) -> Result<(), String> {
+    principal_shape(principal)?;
+    if is_reserved_principal(principal) {
+        let reserved = crate::state::RESERVED_PREFIXES.join("\", \"");
+        return Err(format!("a principal may not start with \"{reserved}\""));
+    }
+    Ok(())
+}
+
 /// Limits the engine enforces on rules' outputs.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -619,21 +650,13 @@ impl Engine {
         }
         for (seat, holder) in &seats {
             match holder {
-                SeatHolder::Principal(p) if crate::state::RESERVED_PREFIXES.iter().any(|r| p.starts_with(r)) => {
-                    let reserved = crate::state::RESERVED_PREFIXES.join("\", \"");
-                    return Err(CreateError::InvalidSeats(format!(
-                        "seats.{seat}: principals may not start with \"{reserved}\""
-                    )));
+                SeatHolder::Principal(p) if check_principal(p).is_err() => {
+                    let why = check_principal(p).err().unwrap_or_default();
+                    return Err(CreateError::InvalidSeats(format!("seats.{seat}: {why}")));
                 }
                 SeatHolder::Replay if setup.replay_of.is_none() => {
                     return Err(CreateError::InvalidSeats(format!(
                         "seats.{seat}: only a replay match has replay seats"
-                    )));
-                }
-                SeatHolder::Principal(p) if p.is_empty() || p.chars().count() > MAX_PRINCIPAL_CHARS => {
-                    return Err(CreateError::InvalidSeats(format!(
-                        "seats.{seat}: a principal is 1 to {MAX_PRINCIPAL_CHARS} characters, not {}",
-                        p.chars().count()
                     )));
                 }
                 SeatHolder::Bot(profile) if !d.bots.contains(profile) => {

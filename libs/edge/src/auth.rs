@@ -419,7 +419,7 @@ impl Tokens {
         }
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|e| TokenError::of(&e))?;
         let claims = data.claims;
-        if claims.sub.is_empty() || claims.sub.chars().count() > MAX_PRINCIPAL_CHARS {
+        if juegoland_core::principal_shape(&claims.sub).is_err() {
             return Err(TokenError::Claims);
         }
         let scope = match (claims.spectate, claims.agent) {
@@ -427,7 +427,7 @@ impl Tokens {
             // every match by name alone: a principal's token naming one would play those seats
             // everywhere (an agent's without its grant's match pin). Only a scoped grant
             // carries such a principal.
-            (None, None) if is_reserved(&claims.sub) => return Err(TokenError::Claims),
+            (None, None) if juegoland_core::is_reserved_principal(&claims.sub) => return Err(TokenError::Claims),
             (None, None) => Scope::Seats,
             (Some(match_id), None) => Scope::Spectate(match_id),
             // The agent claim names a seat, and its principal must be that seat's agent one.
@@ -475,11 +475,6 @@ impl Claims {
     fn of(principal: &str) -> Self {
         Self { sub: principal.to_owned(), iat: None, exp: 0, iss: None, aud: None, spectate: None, agent: None }
     }
-}
-
-/// Whether `principal` is one the engine itself acts under (`juegoland_core::state::RESERVED_PREFIXES`).
-fn is_reserved(principal: &str) -> bool {
-    juegoland_core::state::RESERVED_PREFIXES.iter().any(|p| principal.starts_with(p))
 }
 
 fn unix_now() -> u64 {
@@ -720,6 +715,11 @@ mod providers {
                 strict.clone(),
                 json!({"sub": "x".repeat(129), "exp": now + 60, "aud": "juegoland",
                                     "iss": "https://idp.example/"}),
+                TokenError::Claims,
+            ),
+            (
+                strict.clone(),
+                json!({"sub": "alice\u{0}", "exp": now + 60, "aud": "juegoland", "iss": "https://idp.example/"}),
                 TokenError::Claims,
             ),
         ];

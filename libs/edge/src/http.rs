@@ -884,12 +884,8 @@ async fn grant_agent(
 
 async fn dev_token(State(state): State<EdgeState>, JsonBody(body): JsonBody) -> Result<Response, Problem> {
     let req: DevTokenRequest = strict(&body)?;
-    let reserved = juegoland_core::state::RESERVED_PREFIXES;
-    let chars = req.principal.chars().count();
-    let max = juegoland_core::MAX_PRINCIPAL_CHARS;
-    if chars == 0 || chars > max || reserved.iter().any(|p| req.principal.starts_with(p)) {
-        let message = format!("principal: 1 to {max} characters, not starting with {}", reserved.join(", "));
-        return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", message).at("principal"));
+    if let Err(why) = juegoland_core::check_principal(&req.principal) {
+        return Err(problem(StatusCode::BAD_REQUEST, "INVALID_PRINCIPAL", format!("principal: {why}")).at("principal"));
     }
     let token = state
         .inner

@@ -41,7 +41,7 @@ fn an_agent_seat_needs_a_declared_profile() {
 fn platform_principals_may_not_pose_as_agents() {
     let message =
         refusal(create("conecta4", SeatHolder::Principal("agent:p1".into()), SeatHolder::Bot("default".into())));
-    assert_eq!(message, "seats.p0: principals may not start with \"bot:\", \"replay:\", \"agent:\", \"spectator:\"");
+    assert_eq!(message, "seats.p0: a principal may not start with \"bot:\", \"replay:\", \"agent:\", \"spectator:\"");
 }
 
 #[test]
