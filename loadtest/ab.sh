@@ -24,7 +24,7 @@ done
 harness=target/release/juegoland-loadtest
 out=target/loadtest/ab-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-secret=ab-$$
+secret=ab-$$-token-secret-of-32-bytes-or-more
 "$a/juegoland" dev --in-memory --http 127.0.0.1:18081 --jwt-secret "$secret" >"$out/a.log" 2>&1 & pa=$!
 "$b/juegoland" dev --in-memory --http 127.0.0.1:18082 --jwt-secret "$secret" >"$out/b.log" 2>&1 & pb=$!
 trap 'kill -TERM $pa $pb 2>/dev/null || true' EXIT

@@ -25,7 +25,7 @@ done
 [ ${#attacks[@]} -gt 0 ] || attacks=(none flood slowloris slow-reader storm oversize)
 out=${CARGO_TARGET_DIR:-target}/loadtest/abuse-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-secret=abuse-$$
+secret=abuse-$$-token-secret-of-32-bytes-or-more
 port=18093
 echo "| attack | attackers | moves/s | command → view p50 / p99 ms | server peak PSS MiB | server CPU s | errors | what the server did to the attackers |"
 echo "|---|---|---|---|---|---|---|---|"

@@ -46,7 +46,7 @@ if [ -z "$bin" ]; then
 fi
 out=target/loadtest/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-secret=compare-$$
+secret=compare-$$-token-secret-of-32-bytes-or-more
 summaries=()
 # A row that fails (its run or its audit) ends the script: the server it started stops too,
 # rather than play on under the next command.

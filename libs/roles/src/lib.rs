@@ -35,9 +35,9 @@ pub use packages::PublishedDir;
 pub use router::{Forwarder, RetryBudget, RouterCalls, RouterMetrics, RouterService};
 pub use scheduler::{Outcome, Scheduler, SchedulerMetrics, SchedulerOptions};
 pub use serve::{
-    ClientEdgeArgs, EdgeLimitsArgs, GatewayConfig, MetricsArgs, NodeConfig, RouterConfig, RoutingConfig,
-    SchedulerConfig, TokenArgs, WebhookConfig, ops_routes, register_process_metrics, run_gateway, run_node, run_router,
-    run_scheduler,
+    ClientEdgeArgs, EdgeLimitsArgs, GatewayConfig, MIN_SECRET_BYTES, MetricsArgs, NodeConfig, RouterConfig,
+    RoutingConfig, SchedulerConfig, TokenArgs, WebhookConfig, ops_routes, register_process_metrics, run_gateway,
+    run_node, run_router, run_scheduler,
 };
 pub use webhooks::{WebhookMetrics, WebhookOptions, Webhooks};
 

@@ -234,11 +234,23 @@ pub struct TokenArgs {
     pub jwt_leeway_secs: u64,
 }
 
+/// The shortest token secret (HS256) a process starts with: 256 bits, SHA-256's output.
+pub const MIN_SECRET_BYTES: usize = 32;
+
 impl TokenArgs {
     /// What verifies client tokens: `secret` (HS256, which also mints tokens valid for
     /// `ttl_secs`), the public key's file and the JWKS, whichever are given (at least one),
     /// with the issuers, audiences and leeway.
     pub async fn tokens(&self, secret: Option<&[u8]>, ttl_secs: u64) -> anyhow::Result<Tokens> {
+        if let Some(secret) = secret {
+            // A shorter HS256 key falls to an offline search over one captured token.
+            anyhow::ensure!(
+                secret.len() >= MIN_SECRET_BYTES,
+                "--jwt-secret: an HS256 secret is at least {MIN_SECRET_BYTES} bytes, this one is {} (`openssl rand \
+                 -hex 32` makes one)",
+                secret.len()
+            );
+        }
         let mut tokens = match secret {
             Some(secret) => Tokens::new(secret, ttl_secs).context("token keys")?,
             None => Tokens::none(ttl_secs),

@@ -30,6 +30,23 @@ static MIGRATOR: Migrator = sqlx::migrate!("../../migrations/sqlite");
 
 const LITE: Dialect = Dialect::Sqlite;
 
+/// Makes the data directory readable by its owner only (0700) and its database file too
+/// (0600; a new one is created so before SQLite opens it, and SQLite gives its `-wal` and
+/// `-shm` files the database file's mode). Every match's whole state is in there, hidden
+/// hands and fleets included; so is the dev token secret.
+fn private(data_dir: &Path, database: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(database)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{}{suffix}", database.display()));
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
+}
+
 /// The file a data directory holds.
 pub const SQLITE_FILE: &str = "juegoland.sqlite3";
 
@@ -102,6 +119,13 @@ impl SqliteStore {
             Mode::Reader => None,
             Mode::Create | Mode::Existing => Some(DirLock::acquire(data_dir)?),
         };
+        if mode != Mode::Reader {
+            private(data_dir, &path).map_err(|source| OpenError::Io {
+                action: "make the data directory private",
+                path: data_dir.to_owned(),
+                source,
+            })?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(mode == Mode::Create)

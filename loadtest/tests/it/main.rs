@@ -54,7 +54,7 @@ impl Drop for Server {
 
 fn all_in_one(dir: &TempDir) -> (Server, String) {
     let mut child = Command::new(juegoland_bin())
-        .args(["dev", "--http", "127.0.0.1:0", "--jwt-secret", "load-secret", "--data-dir"])
+        .args(["dev", "--http", "127.0.0.1:0", "--jwt-secret", "load-secret-0123456789abcdef0123456789", "--data-dir"])
         .arg(dir.path())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -93,6 +93,15 @@ fn local_cluster(schema_url: &str, secret: &str, pids: &std::path::Path, roles: 
         .spawn()
         .expect("start juegoland cluster");
     announced_line(&mut child, "local cluster:");
+    // The secret reaches the children in their environment, never on a command line (which
+    // every local user reads in `ps`).
+    let children: std::collections::BTreeMap<String, u32> =
+        serde_json::from_slice(&std::fs::read(pids).expect("the pids file")).expect("pids");
+    assert!(children.len() >= 4, "{children:?}");
+    for (role, pid) in children {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&cmdline).contains(secret), "{role}'s command line holds the token secret");
+    }
     (Server { child }, router, router_http)
 }
 
@@ -119,7 +128,16 @@ async fn all_in_one_scenarios_play_real_matches_and_pass_the_audit() {
     let pid = format!("engine=pid:{}", server.child.id());
     let data = dir.path().to_str().unwrap().to_owned();
     let args = |extra: &[&str]| -> Vec<String> {
-        let common = ["--api", &api, "--jwt-secret", "load-secret", "--ramp-up", "1s", "--watch", &pid];
+        let common = [
+            "--api",
+            &api,
+            "--jwt-secret",
+            "load-secret-0123456789abcdef0123456789",
+            "--ramp-up",
+            "1s",
+            "--watch",
+            &pid,
+        ];
         common.iter().chain(&["--audit-data-dir", data.as_str()]).chain(extra).map(|s| s.to_string()).collect()
     };
 
@@ -223,7 +241,7 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     let gateway = free_port();
     let (cluster, router, router_http) = local_cluster(
         &schema.url(),
-        "chaos-secret",
+        "chaos-secret-0123456789abcdef0123456789",
         &pids,
         &["--gateways", "1", "--gateway-port", &gateway.to_string()],
     );
@@ -231,7 +249,14 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
     let ws = format!("ws://127.0.0.1:{gateway}/v1/ws");
     let engine = format!("engine=pids-file:{}", pids.display());
     let url = schema.url();
-    through_a_node_kill(&api, "chaos-secret", &pids, &url, &["--ws", &ws, "--watch", &engine]).await;
+    through_a_node_kill(
+        &api,
+        "chaos-secret-0123456789abcdef0123456789",
+        &pids,
+        &url,
+        &["--ws", &ws, "--watch", &engine],
+    )
+    .await;
 
     // The launcher restarted node-1: let the router's ring hold both nodes again before the
     // next run, which expects no error (on a loaded machine the new incarnation may still be
@@ -246,7 +271,7 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
         "--grpc",
         &grpc,
         "--jwt-secret",
-        "chaos-secret",
+        "chaos-secret-0123456789abcdef0123456789",
         "--matches",
         "4",
         "--ramp-up",
@@ -275,14 +300,25 @@ async fn owner_served_players_follow_their_matches_through_a_node_kill() {
     let dir = TempDir::new("loadtest-owner-served");
     let pids = dir.path().join("pids.json");
     let edge = free_port_block(&[0, 1]).to_string();
-    let (cluster, _, router_http) =
-        local_cluster(&schema.url(), "owner-secret", &pids, &["--gateways", "0", "--node-edge-port", &edge]);
+    let (cluster, _, router_http) = local_cluster(
+        &schema.url(),
+        "owner-secret-0123456789abcdef0123456789",
+        &pids,
+        &["--gateways", "0", "--node-edge-port", &edge],
+    );
     until_both_nodes(router_http).await;
     let api = format!("http://127.0.0.1:{router_http}");
     // The fallback --ws is never needed: every node serves clients.
     let unused = format!("ws://127.0.0.1:{}/v1/ws", free_port());
     let url = schema.url();
-    let summary = through_a_node_kill(&api, "owner-secret", &pids, &url, &["--ws-owner", "--ws", &unused]).await;
+    let summary = through_a_node_kill(
+        &api,
+        "owner-secret-0123456789abcdef0123456789",
+        &pids,
+        &url,
+        &["--ws-owner", "--ws", &unused],
+    )
+    .await;
     let before = summary.chaos.as_ref().expect("a node was killed")["movesBefore"].as_u64().unwrap();
     assert!(before > 20, "the players played on their owners' edges before the kill: {before}");
     drop(cluster);

@@ -21,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{audited, juegoland_bin, run};
 
-const SECRET: &str = "partition-secret";
+const SECRET: &str = "partition-secret-0123456789abcdef0123456789";
 const NODES: usize = 3;
 const PROBES: usize = 12;
 const NODE_GRPC: u16 = 7100;

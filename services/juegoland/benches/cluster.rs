@@ -282,7 +282,7 @@ async fn memory(n: usize) {
 /// Idle WebSocket connections on one gateway: `n` authenticated connections that send
 /// nothing, and the gateway's resident memory before and after.
 async fn idle_connections(n: usize) {
-    let secret = "bench-idle-secret";
+    let secret = "bench-idle-secret-0123456789abcdef0123456789";
     let (c, gateway) = Cluster::start_with_gateway("idle", 1, secret, &Cluster::shared_redis()).await;
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 3_600).expect("tokens");
     let token = tokens.issue("alice").expect("a token");
@@ -410,7 +410,7 @@ async fn fanout(n: usize, rate: u64) {
     let routers = vec![Proc::spawn(router_args(&url))];
     let c = Cluster { schema, nodes, routers, restarts: 0 };
     c.wait_for_ring().await;
-    let secret = "bench-fanout-secret";
+    let secret = "bench-fanout-secret-0123456789abcdef0123456789";
     // The gateway as deployed: default bus settings and cursor interval (15 s) unless
     // `JUEGOLAND_BENCH_CURSOR_INTERVAL` says otherwise.
     let cursor = std::env::var("JUEGOLAND_BENCH_CURSOR_INTERVAL").unwrap_or_else(|_| "15".into());

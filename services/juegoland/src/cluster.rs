@@ -65,6 +65,9 @@ pub struct ClusterConfig {
 struct Role {
     name: String,
     args: Vec<String>,
+    /// The token secret, given to the child in its environment (`JUEGOLAND_JWT_SECRET`),
+    /// which only its user reads, never on its command line, which every local user reads.
+    secret: String,
     child: Option<Child>,
 }
 
@@ -72,6 +75,7 @@ impl Role {
     fn start(&mut self, exe: &std::path::Path) -> anyhow::Result<()> {
         let child = Command::new(exe)
             .args(&self.args)
+            .env("JUEGOLAND_JWT_SECRET", &self.secret)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -100,14 +104,9 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             config.redis_url.clone(),
         ];
         if let Some(port) = config.node_edge_port {
-            args.extend([
-                "--edge-http".into(),
-                format!("127.0.0.1:{}", port + i),
-                "--jwt-secret".into(),
-                secret.to_owned(),
-            ]);
+            args.extend(["--edge-http".into(), format!("127.0.0.1:{}", port + i)]);
         }
-        roles.push(Role { name: format!("node-{i}"), args, child: None });
+        roles.push(Role { name: format!("node-{i}"), args, secret: secret.to_owned(), child: None });
     }
     for i in 0..config.routers {
         let args = vec![
@@ -119,7 +118,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--database-url".into(),
             url.clone(),
         ];
-        roles.push(Role { name: format!("router-{i}"), args, child: None });
+        roles.push(Role { name: format!("router-{i}"), args, secret: secret.to_owned(), child: None });
     }
     let routers: Vec<String> =
         (0..config.routers).map(|i| format!("http://127.0.0.1:{}", config.router_port + i)).collect();
@@ -132,10 +131,8 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             url.clone(),
             "--redis-url".into(),
             config.redis_url.clone(),
-            "--jwt-secret".into(),
-            secret.to_owned(),
         ];
-        roles.push(Role { name: format!("gateway-{i}"), args, child: None });
+        roles.push(Role { name: format!("gateway-{i}"), args, secret: secret.to_owned(), child: None });
     }
     for i in 0..config.schedulers {
         let args = vec![
@@ -149,7 +146,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--replica-id".into(),
             format!("scheduler-{i}"),
         ];
-        roles.push(Role { name: format!("scheduler-{i}"), args, child: None });
+        roles.push(Role { name: format!("scheduler-{i}"), args, secret: secret.to_owned(), child: None });
     }
     roles
 }
@@ -173,7 +170,15 @@ fn terminate(child: &Child) {
 pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("find this binary")?;
     let secret = match &config.jwt_secret {
-        Some(s) => s.clone(),
+        Some(s) => {
+            anyhow::ensure!(
+                s.len() >= juegoland_roles::MIN_SECRET_BYTES,
+                "--jwt-secret: an HS256 secret is at least {} bytes, this one is {}",
+                juegoland_roles::MIN_SECRET_BYTES,
+                s.len()
+            );
+            s.clone()
+        }
         None => {
             let mut bytes = [0u8; 24];
             getrandom::fill(&mut bytes).context("generate a token secret")?;

@@ -484,7 +484,7 @@ async fn an_agent_seat_gets_its_declared_commands_per_minute() {
 async fn an_mcp_agent_plays_through_a_gateway() {
     use crate::harness::Cluster;
 
-    let secret = "agents-test-secret";
+    let secret = "agents-test-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = Cluster::start_with_gateway("agents", 2, secret, &Cluster::shared_redis()).await;
     let router = cluster.routers[0].http.trim_start_matches("http://").to_owned();
     let seats = json!({"game": "conecta4", "seats": {"p0": {"bot": "default"}, "p1": {"agent": "default"}}});

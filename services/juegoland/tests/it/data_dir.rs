@@ -123,3 +123,44 @@ async fn replay_of_a_missing_or_empty_store_fails_and_names_it() {
     assert!(stderr.contains("no Juegoland schema"), "{stderr}");
     schema.drop_schema().await;
 }
+
+/// Only the data directory's owner reads it: the directory 0700, the database and its WAL
+/// files and the token secret 0600 — a new directory, and one made world-readable by hand
+/// before a restart.
+#[tokio::test]
+async fn the_data_directory_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let dir = data_dir();
+    let fresh = dir.join("fresh");
+    for round in 0..2 {
+        let server = Server::start_in(&fresh, &[]);
+        server.create(json!({ "p0": "alice", "p1": "bob" })).await;
+        assert_eq!(mode(&fresh), 0o700, "round {round}: the directory");
+        for file in ["juegoland.sqlite3", "juegoland.sqlite3-wal", "juegoland.sqlite3-shm", "dev-token-secret"] {
+            let path = fresh.join(file);
+            if path.exists() {
+                assert_eq!(mode(&path), 0o600, "round {round}: {file}");
+            } else {
+                assert_ne!(file, "juegoland.sqlite3", "no database");
+            }
+        }
+        drop(server);
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(fresh.join("juegoland.sqlite3"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+}
+
+/// A token secret short enough to search offline for is refused at start, naming the flag.
+#[test]
+fn a_short_token_secret_is_refused() {
+    for args in [
+        &["dev", "--in-memory", "--http", "127.0.0.1:0", "--jwt-secret", "a"][..],
+        &["dev", "--in-memory", "--http", "127.0.0.1:0", "--jwt-secret", "thirty-one-bytes-is-not-enough"],
+    ] {
+        let out = run_to_exit(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.contains("--jwt-secret") && stderr.contains("at least 32 bytes"), "{stderr}");
+    }
+}

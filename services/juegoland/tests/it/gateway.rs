@@ -41,7 +41,7 @@ const WINNING: [u64; 7] = [0, 1, 0, 1, 0, 1, 0];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
-    let secret = "gateway-test-secret";
+    let secret = "gateway-test-secret-0123456789abcdef0123456789";
     let started = Cluster::start_with_gateway("gateway", 2, secret, &Cluster::shared_redis()).await;
     let Table { cluster, gateway, tokens, addr, m, mut alice, mut bob, a, b } = Table::seat(started, secret).await;
     assert_eq!(
@@ -99,7 +99,7 @@ async fn two_players_on_a_gateway_play_a_match_through_the_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn platform_withdraw_and_cancel_through_a_router_reach_the_players() {
-    let secret = "gateway-lifecycle-secret";
+    let secret = "gateway-lifecycle-secret-0123456789abcdef0123456789";
     let started = Cluster::start_with_gateway("lifecycle", 2, secret, &Cluster::shared_redis()).await;
     let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
     let router = cluster.routers[1].http.trim_start_matches("http://").to_owned();
@@ -141,7 +141,7 @@ async fn platform_withdraw_and_cancel_through_a_router_reach_the_players() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_and_back_loses_no_move_and_both_players_converge() {
-    let secret = "redis-outage-secret";
+    let secret = "redis-outage-secret-0123456789abcdef0123456789";
     let mut redis = PrivateRedis::start().await;
     let started = Cluster::start_with_gateway("redis_outage", 2, secret, &redis.url()).await;
     let Table { cluster, gateway, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
@@ -185,7 +185,7 @@ async fn redis_down_and_back_loses_no_move_and_both_players_converge() {
 /// full resync, never a step back or a silent hole, and each ends at the committed revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn syncs_racing_a_command_storm_never_leave_a_window() {
-    let secret = "sync-storm-secret";
+    let secret = "sync-storm-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = Cluster::start_with_gateway("sync_storm", 2, secret, &Cluster::shared_redis()).await;
     let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
     let mut router = cluster.client(0).await;
@@ -276,7 +276,7 @@ async fn syncs_racing_a_command_storm_never_leave_a_window() {
 /// the subscriptions' cursors show revision 1 committed, so both clients resync to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_last_publication_is_recovered_by_the_cursor() {
-    let secret = "lost-publication-secret";
+    let secret = "lost-publication-secret-0123456789abcdef0123456789";
     let started = Cluster::start_with_gateway_and(
         "lost_publication",
         2,
@@ -338,7 +338,7 @@ async fn a_client_that_does_not_read_is_disconnected_and_the_others_go_on() {
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
 
-    let secret = "stubborn-client-secret";
+    let secret = "stubborn-client-secret-0123456789abcdef0123456789";
     let started = Cluster::start_with_gateway("stubborn", 2, secret, &Cluster::shared_redis()).await;
     let Table { cluster, gateway, tokens, addr, m, mut alice, mut bob, .. } = Table::seat(started, secret).await;
     let mut mallory = small_buffer_ws(&addr, &tokens.issue("mallory").unwrap()).await;
@@ -384,7 +384,7 @@ async fn sigterm_closes_websocket_sessions_with_going_away() {
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-    let secret = "gateway-sigterm-secret";
+    let secret = "gateway-sigterm-secret-0123456789abcdef0123456789";
     let started = Cluster::start_with_gateway("sigterm", 2, secret, &Cluster::shared_redis()).await;
     let Table { cluster, mut gateway, tokens, addr, .. } = Table::seat(started, secret).await;
     let url = format!("ws://{addr}/v1/ws?access_token={}", tokens.issue("carol").unwrap());

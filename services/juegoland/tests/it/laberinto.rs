@@ -449,7 +449,7 @@ async fn a_burst_of_queue_moves_reaches_the_match_in_the_order_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_queue_moves_reaches_the_match_in_the_order_sent_through_a_cluster() {
     use crate::wire::Transport;
-    let secret = "laberinto-burst-secret";
+    let secret = "laberinto-burst-secret-0123456789abcdef0123456789";
     let (cluster, gateway) =
         Cluster::start_with_gateway_and_node_edges("laberinto_burst", 1, secret, &Cluster::shared_redis()).await;
     let alice = juegoland_edge::Tokens::new(secret.as_bytes(), 600).unwrap().issue("alice").unwrap();

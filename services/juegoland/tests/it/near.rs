@@ -13,7 +13,7 @@ use crate::client::{Client, http, uuid};
 use crate::harness::{Cluster, Proc, create, node_args, router_args};
 use juegoland_testkit::TestSchema;
 
-const SECRET: &str = "near-test-secret";
+const SECRET: &str = "near-test-secret-0123456789abcdef0123456789";
 
 fn node_with_edge(url: &str, i: usize) -> Proc {
     let mut args = node_args(url, i);

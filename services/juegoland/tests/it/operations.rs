@@ -431,7 +431,7 @@ fn forfeit_clock(turn_ms: u64) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_series_of_the_dashboards_and_alerts_is_in_a_live_scrape() {
-    let secret = "operations-secret";
+    let secret = "operations-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = Cluster::start_with_gateway("operations", 2, secret, &Cluster::shared_redis()).await;
     let url = cluster.schema.url();
     // The scheduler delivers the feed to a webhook receiver (the webhook series are per endpoint).

@@ -76,7 +76,7 @@ fn play(args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_io_client_from_npm_plays_a_match_through_the_cluster() {
-    let secret = "socketio-test-secret";
+    let secret = "socketio-test-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = Cluster::start_with_gateway("socketio", 2, secret, &Cluster::shared_redis()).await;
     let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
     let mut router = cluster.client(0).await;
@@ -171,7 +171,7 @@ async fn a_socket_io_client_that_does_not_read_is_disconnected() {
     use futures::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
 
-    let secret = "socketio-stubborn-secret";
+    let secret = "socketio-stubborn-secret-0123456789abcdef0123456789";
     let (cluster, gateway) =
         Cluster::start_with_gateway("socketio_stubborn", 1, secret, &Cluster::shared_redis()).await;
     let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();
@@ -217,7 +217,7 @@ async fn a_socket_io_client_that_does_not_read_is_disconnected() {
 /// cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_closes_socket_io_sessions() {
-    let secret = "socketio-sigterm-secret";
+    let secret = "socketio-sigterm-secret-0123456789abcdef0123456789";
     let (cluster, mut gateway) =
         Cluster::start_with_gateway("socketio_sigterm", 1, secret, &Cluster::shared_redis()).await;
     let tokens = Tokens::new(secret.as_bytes(), 600).unwrap();

@@ -211,7 +211,7 @@ async fn spectators_follow_a_match_through_a_gateway_over_websocket_and_socket_i
     use futures::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
 
-    let secret = "spectators-test-secret";
+    let secret = "spectators-test-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = Cluster::start_with_gateway("spectators", 2, secret, &Cluster::shared_redis()).await;
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 600).unwrap();
     let match_id = create(&mut cluster.client(0).await).await;
@@ -307,7 +307,7 @@ async fn move_through_failover(player: &mut Client, m: &str, revision: u64, colu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spectator_follows_a_match_through_its_owner_s_failover() {
     use crate::harness::{Cluster, create, owned_by};
-    let secret = "spectator-failover-secret";
+    let secret = "spectator-failover-secret-0123456789abcdef0123456789";
     let (mut cluster, gateway) =
         Cluster::start_with_gateway("spectator_failover", 2, secret, &Cluster::shared_redis()).await;
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 600).unwrap();

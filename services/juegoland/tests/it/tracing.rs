@@ -227,7 +227,7 @@ fn names(spans: &[Received]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_command_is_one_trace_from_the_gateway_to_every_delivery() {
     let (receiver, endpoint, server) = Receiver::start().await;
-    let secret = "tracing-test-secret";
+    let secret = "tracing-test-secret-0123456789abcdef0123456789";
     let (cluster, gateway) = traced_cluster("tracing_gateway", secret, &exporting_to(&endpoint)).await;
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 600).expect("tokens");
     let m = create(&mut cluster.client(0).await).await.to_string();

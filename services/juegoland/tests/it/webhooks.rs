@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Server, data_dir, http_raw, http_with};
 
-const SECRET: &str = "whsec-all-in-one";
+const SECRET: &str = "whsec-all-in-one-0123456789abcdef0123456789";
 const WAIT: Duration = Duration::from_secs(30);
 
 fn ids(r: &Received) -> Vec<String> {
