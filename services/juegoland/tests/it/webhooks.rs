@@ -534,3 +534,44 @@ async fn a_router_registers_endpoints_that_the_scheduler_replicas_deliver() {
     drop(replica);
     cluster.stop().await;
 }
+
+/// The README's Python verifier, run as a receiver would: it accepts a real signature (and
+/// either of a rotation's two), and answers False — never an exception — to a wrong secret,
+/// an old timestamp and malformed headers.
+#[test]
+fn the_readmes_python_verifier_accepts_real_signatures_and_survives_malformed_headers() {
+    use juegoland_roles::signature::{sign, sign_with};
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let start =
+        readme.find("```python\nimport hashlib, hmac, time").expect("the README's verifier") + "```python\n".len();
+    let code = &readme[start..start + readme[start..].find("```").unwrap()];
+    let body = br#"{"webhook":"ratings","events":[]}"#;
+    let now = now_secs();
+    let cases: Vec<(String, &str, bool)> = vec![
+        (sign(b"s3cret", now, body), "s3cret", true),
+        (sign_with(&[b"new-secret", b"s3cret"], now, body), "s3cret", true),
+        (sign_with(&[b"new-secret", b"s3cret"], now, body), "new-secret", true),
+        (sign(b"s3cret", now, body), "wrong", false),
+        (sign(b"s3cret", now - 3600, body), "s3cret", false),
+        ("t=\u{b2},v1=00".to_owned(), "s3cret", false),
+        (format!("t={now},v1=\u{e9}\u{e9}"), "s3cret", false),
+        (format!("t={now}"), "s3cret", false),
+        ("".to_owned(), "s3cret", false),
+        ("v1=00,t=,x".to_owned(), "s3cret", false),
+        (format!("t=-{now},v1=00"), "s3cret", false),
+    ];
+    let mut script = format!(
+        "{code}\nimport json, sys\nbody = {body:?}.encode()\nresults = []\n",
+        body = std::str::from_utf8(body).unwrap()
+    );
+    for (header, secret, _) in &cases {
+        let header = serde_json::to_string(header).unwrap();
+        script.push_str(&format!("results.append(verify({secret:?}.encode(), json.loads({header:?}), body))\n"));
+    }
+    script.push_str("print(json.dumps(results))\n");
+    let out = std::process::Command::new("python3").arg("-c").arg(&script).output().expect("python3");
+    assert!(out.status.success(), "the verifier raised:\n{}", String::from_utf8_lossy(&out.stderr));
+    let results: Vec<bool> = serde_json::from_slice(&out.stdout).expect("a JSON list");
+    let expected: Vec<bool> = cases.iter().map(|(_, _, ok)| *ok).collect();
+    assert_eq!(results, expected, "{cases:?}");
+}
