@@ -91,6 +91,17 @@ impl Bearer {
         Self { principal: principal.into(), scope: Scope::Seats }
     }
 
+    /// What its connections count against (`limits.rs`): the principal playing its own
+    /// seats, one agent seat (every agent of seat p1 is `agent:p1`, across matches); `None`
+    /// for a spectator's grant, which the platform may hand to any number of viewers.
+    pub fn connection_key(&self) -> Option<String> {
+        match &self.scope {
+            Scope::Seats => Some(self.principal.clone()),
+            Scope::Agent { match_id, seat } => Some(format!("agent:{match_id}/{seat}")),
+            Scope::Spectate(_) => None,
+        }
+    }
+
     /// The match this bearer may only watch, if it is a spectator's grant.
     pub fn spectating(&self) -> Option<Uuid> {
         match self.scope {

@@ -920,7 +920,7 @@ async fn ws(
         return no_route(Method::GET, Uri::from_static("/v1/ws")).await.into_response();
     };
     let limits = &gateway.config.limits;
-    let permit = match gateway.connections.open(limits, remote.map(|r| r.0.0)) {
+    let permit = match gateway.connections.open(limits, remote.map(|r| r.0.0), bearer.connection_key().as_deref()) {
         Ok(permit) => permit,
         Err(refusal) => {
             refusal.count(&gateway.metrics.refused);
@@ -934,6 +934,11 @@ async fn ws(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "UNAVAILABLE",
                     "too many connections from this address; retry later",
+                ),
+                Refusal::PrincipalCap => problem(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RATE_LIMITED",
+                    "too many connections for this principal; close one first",
                 ),
                 _ => problem(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "this gateway is full; retry later"),
             };

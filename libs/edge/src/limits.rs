@@ -3,8 +3,10 @@
 //!
 //! Each limit answers in a typed way and is counted in `juegoland_edge_refused_total{reason}`
 //! ([`Refusal`], a closed set of reasons):
-//! - connections per process and per remote address: an upgrade (WebSocket) or a Socket.IO
-//!   connect beyond a cap is refused (HTTP 503 with `Retry-After`; Socket.IO `connect_error`);
+//! - connections per process, per remote address and per principal (one token's holder, or
+//!   one agent seat; spectators' grants are bounded by address only): an upgrade (WebSocket)
+//!   or a Socket.IO connect beyond a cap is refused (HTTP 503 with `Retry-After`; Socket.IO
+//!   `connect_error`);
 //! - closes for abuse per remote address: a connection closed for an oversized message or for
 //!   staying over its rate counts against its address, `abusive_closes_per_minute` on average
 //!   (`abusive_close_burst` at once); an address beyond it has its new connections refused
@@ -46,6 +48,9 @@ pub struct EdgeLimits {
     pub max_connections: usize,
     /// Open client connections per remote IP address.
     pub max_connections_per_address: usize,
+    /// Open client connections per principal (an agent seat counts as one; spectators are
+    /// not counted here): a player's tabs and devices, not a flood from one stolen token.
+    pub max_connections_per_principal: usize,
     /// Connections of a remote IP address closed for abuse (an oversized message, a
     /// sustained rate) per minute, on average, before the address's new connections are
     /// refused (0: never refused for it).
@@ -83,6 +88,7 @@ impl Default for EdgeLimits {
         Self {
             max_connections: 10_000,
             max_connections_per_address: 1_000,
+            max_connections_per_principal: 32,
             abusive_closes_per_minute: 6,
             abusive_close_burst: 10,
             head_timeout: Duration::from_secs(10),
@@ -105,6 +111,8 @@ pub enum Refusal {
     ProcessCap,
     /// A connection beyond the remote address's cap.
     AddressCap,
+    /// A connection beyond its principal's cap.
+    PrincipalCap,
     /// A connection from an address recently closed for abuse too often.
     AbusiveAddress,
     /// An HTTP head not received in time.
@@ -124,9 +132,10 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 10] = [
+    pub const ALL: [Refusal; 11] = [
         Refusal::ProcessCap,
         Refusal::AddressCap,
+        Refusal::PrincipalCap,
         Refusal::AbusiveAddress,
         Refusal::HeadTimeout,
         Refusal::Idle,
@@ -141,6 +150,7 @@ impl Refusal {
         match self {
             Refusal::ProcessCap => "process_cap",
             Refusal::AddressCap => "address_cap",
+            Refusal::PrincipalCap => "principal_cap",
             Refusal::AbusiveAddress => "abusive_address",
             Refusal::HeadTimeout => "head_timeout",
             Refusal::Idle => "idle",
@@ -224,6 +234,8 @@ pub(crate) struct Connections(Arc<Mutex<Counts>>);
 struct Counts {
     total: usize,
     by_address: HashMap<IpAddr, Address>,
+    /// Open connections by principal (only while it holds one).
+    by_principal: HashMap<Arc<str>, usize>,
     /// Connections opened since addresses with nothing to remember were last forgotten.
     since_pruned: usize,
 }
@@ -244,15 +256,27 @@ const PRUNE_EVERY: usize = 4096;
 pub(crate) struct Permit {
     connections: Connections,
     address: Option<IpAddr>,
+    principal: Option<Arc<str>>,
 }
 
 impl Connections {
-    /// A place for one more connection from `address`, or why there is none.
-    pub(crate) fn open(&self, limits: &EdgeLimits, address: Option<IpAddr>) -> Result<Permit, Refusal> {
+    /// A place for one more connection from `address` by `principal` (`None`: not counted
+    /// by principal), or why there is none.
+    pub(crate) fn open(
+        &self,
+        limits: &EdgeLimits,
+        address: Option<IpAddr>,
+        principal: Option<&str>,
+    ) -> Result<Permit, Refusal> {
         let now = Instant::now();
         let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if counts.total >= limits.max_connections {
             return Err(Refusal::ProcessCap);
+        }
+        if let Some(principal) = principal
+            && counts.by_principal.get(principal).is_some_and(|open| *open >= limits.max_connections_per_principal)
+        {
+            return Err(Refusal::PrincipalCap);
         }
         if let Some(address) = address {
             counts.since_pruned += 1;
@@ -273,8 +297,12 @@ impl Connections {
             }
             a.open += 1;
         }
+        let principal: Option<Arc<str>> = principal.map(Arc::from);
+        if let Some(principal) = &principal {
+            *counts.by_principal.entry(principal.clone()).or_default() += 1;
+        }
         counts.total += 1;
-        Ok(Permit { connections: self.clone(), address })
+        Ok(Permit { connections: self.clone(), address, principal })
     }
 
     /// How many remote addresses are remembered (tests).
@@ -310,6 +338,14 @@ impl Drop for Permit {
                 counts.by_address.remove(&address);
             }
         }
+        if let Some(principal) = &self.principal
+            && let Some(open) = counts.by_principal.get_mut(principal)
+        {
+            *open -= 1;
+            if *open == 0 {
+                counts.by_principal.remove(principal);
+            }
+        }
     }
 }
 
@@ -325,13 +361,27 @@ mod tests {
         let limits = EdgeLimits { max_connections: 3, max_connections_per_address: 2, ..EdgeLimits::default() };
         let c = Connections::default();
         let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
-        let a1 = c.open(&limits, a).unwrap();
-        let _a2 = c.open(&limits, a).unwrap();
-        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AddressCap));
-        let _b1 = c.open(&limits, b).unwrap();
-        assert_eq!(c.open(&limits, b).err(), Some(Refusal::ProcessCap));
+        let a1 = c.open(&limits, a, None).unwrap();
+        let _a2 = c.open(&limits, a, None).unwrap();
+        assert_eq!(c.open(&limits, a, None).err(), Some(Refusal::AddressCap));
+        let _b1 = c.open(&limits, b, None).unwrap();
+        assert_eq!(c.open(&limits, b, None).err(), Some(Refusal::ProcessCap));
         drop(a1);
-        assert!(c.open(&limits, a).is_ok());
+        assert!(c.open(&limits, a, None).is_ok());
+    }
+
+    #[test]
+    fn a_principal_holds_its_cap_of_connections_from_any_address() {
+        let limits = EdgeLimits { max_connections_per_principal: 2, ..EdgeLimits::default() };
+        let c = Connections::default();
+        let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
+        let first = c.open(&limits, a, Some("alice")).unwrap();
+        let _second = c.open(&limits, b, Some("alice")).unwrap();
+        assert_eq!(c.open(&limits, a, Some("alice")).err(), Some(Refusal::PrincipalCap));
+        assert!(c.open(&limits, a, Some("bob")).is_ok(), "another principal");
+        assert!(c.open(&limits, a, None).is_ok(), "a spectator is not counted by principal");
+        drop(first);
+        assert!(c.open(&limits, a, Some("alice")).is_ok(), "a closed connection gives its place back");
     }
 
     #[tokio::test(start_paused = true)]
@@ -341,21 +391,21 @@ mod tests {
         let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
         // Connections that are not closed for abuse come and go as they please.
         for _ in 0..100 {
-            drop(c.open(&limits, a).unwrap());
+            drop(c.open(&limits, a, None).unwrap());
         }
         // Three closed for abuse use the allowance up: the address's next connection is
         // refused, its open one is kept, another address is not affected.
-        let kept = c.open(&limits, a).unwrap();
+        let kept = c.open(&limits, a, None).unwrap();
         for _ in 0..3 {
-            let p = c.open(&limits, a).unwrap();
+            let p = c.open(&limits, a, None).unwrap();
             p.abused();
         }
-        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AbusiveAddress));
-        assert!(c.open(&limits, b).is_ok());
+        assert_eq!(c.open(&limits, a, None).err(), Some(Refusal::AbusiveAddress));
+        assert!(c.open(&limits, b, None).is_ok());
         // A second is worth one more at 60 a minute.
         tokio::time::advance(Duration::from_secs(1)).await;
-        c.open(&limits, a).unwrap().abused();
-        assert_eq!(c.open(&limits, a).err(), Some(Refusal::AbusiveAddress));
+        c.open(&limits, a, None).unwrap().abused();
+        assert_eq!(c.open(&limits, a, None).err(), Some(Refusal::AbusiveAddress));
         // An address is remembered while it holds a connection or its allowance is not
         // whole (b, never closed for abuse, was forgotten at its close).
         tokio::time::advance(Duration::from_secs(5)).await;
@@ -365,7 +415,7 @@ mod tests {
         // Never refused at 0.
         let never = EdgeLimits { abusive_closes_per_minute: 0, abusive_close_burst: 1, ..EdgeLimits::default() };
         for _ in 0..100 {
-            c.open(&never, a).unwrap().abused();
+            c.open(&never, a, None).unwrap().abused();
         }
     }
 
@@ -375,15 +425,15 @@ mod tests {
         let c = Connections::default();
         let address = |i: u32| Some(IpAddr::from((i + 1).to_be_bytes()));
         // One address holds a connection; many others are closed for abuse once each.
-        let held = c.open(&limits, address(0)).unwrap();
+        let held = c.open(&limits, address(0), None).unwrap();
         for i in 1..PRUNE_EVERY as u32 - 1 {
-            c.open(&limits, address(i)).unwrap().abused();
+            c.open(&limits, address(i), None).unwrap().abused();
         }
         assert_eq!(c.addresses(), PRUNE_EVERY - 1, "an allowance not yet whole is remembered");
         // A second later every allowance is whole: the next connection forgets all but the
         // address holding one (and remembers its own until it is whole again).
         tokio::time::advance(Duration::from_secs(1)).await;
-        c.open(&limits, address(PRUNE_EVERY as u32)).unwrap().abused();
+        c.open(&limits, address(PRUNE_EVERY as u32), None).unwrap().abused();
         assert_eq!(c.addresses(), 2);
         drop(held);
         assert_eq!(c.addresses(), 1);

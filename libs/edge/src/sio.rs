@@ -135,7 +135,7 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
             };
             let gateway = &self.gateway;
             let address = socket.req_parts().extensions.get::<RemoteAddr>().map(|r| r.0);
-            match gateway.connections.open(&gateway.config.limits, address) {
+            match gateway.connections.open(&gateway.config.limits, address, bearer.connection_key().as_deref()) {
                 Ok(permit) => {
                     start(gateway.clone(), bearer, &socket, permit);
                     Ok(())
@@ -145,6 +145,9 @@ impl ConnectHandler<LocalAdapter, Handshake> for Connect {
                     refusal.count(&gateway.metrics.refused);
                     let message = match refusal {
                         Refusal::AddressCap => "UNAVAILABLE: too many connections from this address; retry later",
+                        Refusal::PrincipalCap => {
+                            "RATE_LIMITED: too many connections for this principal; close one first"
+                        }
                         Refusal::AbusiveAddress => {
                             "RATE_LIMITED: connections from this address were closed for abuse too often; retry later"
                         }

@@ -345,6 +345,10 @@ pub struct EdgeLimitsArgs {
     /// client's address, raise it: every client then shares the proxy's).
     #[arg(long, env = "JUEGOLAND_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeLimits::default().max_connections_per_address)]
     pub max_connections_per_address: usize,
+    /// Open client connections per principal (its tabs and devices; an agent seat counts as
+    /// one, spectators are bounded by address only).
+    #[arg(long, env = "JUEGOLAND_MAX_CONNECTIONS_PER_PRINCIPAL", default_value_t = EdgeLimits::default().max_connections_per_principal)]
+    pub max_connections_per_principal: usize,
     /// Connections of one remote IP address closed for abuse (an oversized message, a
     /// sustained rate) per minute, on average, before its new connections get 429 with
     /// Retry-After (0: never).
@@ -394,6 +398,7 @@ impl EdgeLimitsArgs {
         EdgeLimits {
             max_connections: self.max_connections,
             max_connections_per_address: self.max_connections_per_address,
+            max_connections_per_principal: self.max_connections_per_principal,
             abusive_closes_per_minute: self.abusive_closes_per_minute,
             abusive_close_burst: self.abusive_close_burst,
             head_timeout: Duration::from_millis(self.head_timeout_ms),

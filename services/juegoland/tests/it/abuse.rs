@@ -164,6 +164,45 @@ async fn a_flood_beyond_the_connection_caps_is_refused_while_a_connected_client_
     play(&mut alice, &mut bob, &m, 0, 3).await;
 }
 
+/// One token opening connection after connection is refused beyond the principal's cap (429,
+/// over WebSocket and Socket.IO alike), while the same principal's connected tabs and other
+/// principals from the same address keep playing; a spectator's grant is not counted.
+#[tokio::test]
+async fn one_principal_flooding_connections_is_refused_beyond_its_cap() {
+    let server = Server::start(&["--max-connections-per-principal", "3"]);
+    let (m, mut alice, mut bob) = playing(&server, "alice", "bob").await;
+    let alice_url = format!("ws://{}/v1/ws?access_token={}", server.addr, server.token("alice").await);
+    let mut tabs = Vec::new();
+    for _ in 0..2 {
+        tabs.push(tokio_tungstenite::connect_async(&alice_url).await.expect("under the cap").0);
+    }
+    for _ in 0..10 {
+        match tokio_tungstenite::connect_async(&alice_url).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status(), 429);
+                let body: Value = serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+                assert_eq!(body["code"], "RATE_LIMITED", "{body}");
+            }
+            other => panic!("a connection beyond the principal's cap was not refused: {other:?}"),
+        }
+    }
+    assert_eq!(refused(&server, "principal_cap").await, 10.0);
+    let carol = format!("ws://{}/v1/ws?access_token={}", server.addr, server.token("carol").await);
+    let _carol = tokio_tungstenite::connect_async(&carol).await.expect("another principal, same address");
+    let (status, grant) = server.http("POST", &format!("/v1/matches/{m}/spectators"), Some(json!({}))).await;
+    assert_eq!(status, 201, "{grant}");
+    let watch = format!("ws://{}/v1/ws?access_token={}", server.addr, grant["token"].as_str().unwrap());
+    let mut watchers = Vec::new();
+    for _ in 0..5 {
+        watchers.push(tokio_tungstenite::connect_async(&watch).await.expect("spectators are not counted").0);
+    }
+    play(&mut alice, &mut bob, &m, 0, 3).await;
+    drop(tabs.pop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_again, _) = tokio_tungstenite::connect_async(&alice_url).await.expect("a freed place is taken");
+    play(&mut bob, &mut alice, &m, 1, 4).await;
+}
+
 #[tokio::test]
 async fn an_address_closed_for_abuse_too_often_is_refused_429_while_its_connected_clients_play() {
     let server = Server::start(&["--abusive-close-burst", "2", "--abusive-closes-per-minute", "6"]);
