@@ -66,6 +66,8 @@ pub(crate) struct Inner {
     directory: Option<Arc<dyn MatchDirectory>>,
     /// The webhook endpoints `/v1/webhooks` manages; `None` serves no such route.
     pub(crate) webhooks: Option<Arc<dyn WebhookAdmin>>,
+    /// The host names answered (`EdgeOptions::allowed_hosts`).
+    allowed_hosts: Option<Arc<[String]>>,
     /// The limits of the gateway's settings (the server's head timeout applies without a
     /// gateway too).
     limits: EdgeLimits,
@@ -97,6 +99,11 @@ pub struct EdgeOptions {
     /// The webhook endpoints the platform API manages (`/v1/webhooks`, with `platform_api`);
     /// `None` serves no such route.
     pub webhooks: Option<Arc<dyn WebhookAdmin>>,
+    /// The host names this edge answers (`Host`, without its port; `.example.com` also
+    /// answers every name under it); `None` answers any. A developer's server on loopback
+    /// answers only its own names, so a web page whose name an attacker points at 127.0.0.1
+    /// (DNS rebinding) cannot drive it.
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 impl EdgeState {
@@ -130,6 +137,9 @@ impl EdgeState {
                 packages: options.packages,
                 directory: options.directory,
                 webhooks: options.webhooks,
+                allowed_hosts: options
+                    .allowed_hosts
+                    .map(|hosts| hosts.into_iter().map(|h| h.to_ascii_lowercase()).collect()),
                 limits,
                 refused,
             }),
@@ -190,15 +200,49 @@ pub fn router(state: EdgeState) -> Router {
     }
     // The same protocol over Socket.IO, at socketioxide's default path `/socket.io`.
     let socket_io = state.inner.gateway.clone().map(|gateway| crate::sio::layer(gateway, state.inner.tokens.clone()));
+    let allowed_hosts = state.inner.allowed_hosts.clone();
     let r = r
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .with_state(state)
         .layer(axum::middleware::map_response(json_errors));
-    match socket_io {
+    let r = match socket_io {
         Some(layer) => r.layer(layer),
         None => r,
+    };
+    // Outermost: a request for another host name reaches nothing, Socket.IO included.
+    match allowed_hosts {
+        Some(hosts) => {
+            r.layer(axum::middleware::from_fn(move |request, next| host_check(hosts.clone(), request, next)))
+        }
+        None => r,
     }
+}
+
+/// Answers `421 MISDIRECTED_REQUEST` to a request whose host name (its URI's authority, else
+/// its one `Host` header: two are no name) is not one of `hosts`.
+async fn host_check(hosts: Arc<[String]>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let named = request.uri().host().map(str::to_owned).or_else(|| {
+        let mut given = request.headers().get_all(header::HOST).iter();
+        let (host, None) = (given.next()?, given.next()) else { return None };
+        Some(host.to_str().ok()?.parse::<axum::http::uri::Authority>().ok()?.host().to_owned())
+    });
+    let allowed = named.as_deref().is_some_and(|name| host_allowed(&hosts, name));
+    if allowed {
+        return next.run(request).await;
+    }
+    let message = format!(
+        "this server answers the host names {} only; start it with --allowed-host NAME to answer another",
+        hosts.join(", ")
+    );
+    problem(StatusCode::MISDIRECTED_REQUEST, "MISDIRECTED_REQUEST", message).at("Host").into_response()
+}
+
+/// Whether `name` (a host, without port; an IPv6 address in brackets) is one of `hosts`, or
+/// under one that starts with a dot.
+fn host_allowed(hosts: &[String], name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    hosts.iter().any(|h| *h == name || (h.starts_with('.') && (name.ends_with(h.as_str()) || name == h[1..])))
 }
 
 /// An HTTP error: a status and the JSON body `{"code", "message", "field"?}`, the one shape

@@ -307,6 +307,7 @@ impl ClientEdgeArgs {
             packages: None,
             directory: None,
             webhooks: None,
+            allowed_hosts: None,
         };
         let edge = EdgeState::new(matches, Some(bus), tokens, prometheus, options).context("register edge metrics")?;
         Ok((edge, shutdown))

@@ -153,6 +153,12 @@ pub struct DevConfig {
     /// Address of the HTTP server (page, API, WebSocket; metrics unless --metrics-http).
     #[arg(long, env = "JUEGOLAND_HTTP", default_value = "127.0.0.1:8080")]
     pub http: SocketAddr,
+    /// Host names the server answers besides its loopback ones (localhost, *.localhost,
+    /// 127.0.0.1, [::1]); `.example.com` also answers every name under it. On a loopback
+    /// address it answers only those, so that a page whose name is pointed at 127.0.0.1 (DNS
+    /// rebinding) cannot drive it; on another address, any name unless some are given.
+    #[arg(long = "allowed-host", env = "JUEGOLAND_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
     #[command(flatten)]
     pub metrics: juegoland_roles::MetricsArgs,
     /// Secret that signs client tokens (HS256). By default one kept in the data directory
@@ -308,6 +314,7 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
         },
         packages: Some(config.packages.registry.clone()),
         directory: Some(directory),
+        allowed_hosts: allowed_hosts(config.http, &config.allowed_hosts),
         // Endpoints registered here are delivered by this process's deliverer (above).
         webhooks: Some(Arc::new(juegoland_roles::webhook_admin::StoreWebhooks::new(
             store.clone(),
@@ -343,6 +350,20 @@ pub async fn dev(config: DevConfig, registry: Registry) -> anyhow::Result<()> {
     webhooks.stop().await;
     host.stop().await;
     Ok(())
+}
+
+/// The host names the all-in-one answers: its loopback names, its own address and `extra`
+/// when it listens on a loopback address or `extra` names some; any otherwise.
+fn allowed_hosts(listen: SocketAddr, extra: &[String]) -> Option<Vec<String>> {
+    if !listen.ip().is_loopback() && extra.is_empty() {
+        return None;
+    }
+    let own = match listen.ip() {
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    let loopback = ["localhost", ".localhost", "127.0.0.1", "[::1]"].map(str::to_owned);
+    Some(loopback.into_iter().chain([own]).chain(extra.iter().cloned()).collect())
 }
 
 /// The all-in-one's name in the store's deadline claims and webhook leases.

@@ -172,3 +172,52 @@ async fn protocol_errors_say_what_and_which_message() {
     assert_eq!(limited["matchId"].as_str(), Some(m.as_str()), "{limited}");
     assert!(["r-1", "r-2"].contains(&limited["requestId"].as_str().unwrap_or_default()), "{limited}");
 }
+
+/// DNS rebinding: the dev server on loopback answers its own host names only — a request
+/// for another name (a page whose name an attacker points at 127.0.0.1) reaches nothing, not
+/// the API, not the WebSocket, not Socket.IO — and answers more names when told.
+#[tokio::test]
+async fn a_loopback_server_answers_its_own_host_names_only() {
+    let server = Server::start(&["--allowed-host", "lobby.test"]);
+    let addr = server.addr.to_string();
+    let port = server.addr.port();
+    // One request with exactly the `Host` headers given.
+    let http_with = |addr: &str, method: &str, path: &str, hosts: &[(&str, &str)], _: &[u8]| {
+        let (addr, head) = (addr.to_owned(), format!("{method} {path} HTTP/1.1\r\n"));
+        let hosts: String = hosts.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            s.write_all(format!("{head}{hosts}Connection: close\r\n\r\n").as_bytes()).await.unwrap();
+            let mut raw = Vec::new();
+            let _ = s.read_to_end(&mut raw).await;
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+            let status: u16 = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            (status, head.to_owned(), body.to_owned())
+        }
+    };
+    for path in ["/v1/games", "/v1/matches", "/v1/ws", "/socket.io/?EIO=4&transport=polling", "/healthz"] {
+        for host in ["attacker.example".to_owned(), format!("attacker.example:{port}"), "127.0.0.1.nip.io".to_owned()] {
+            let (status, _, text) = http_with(&addr, "GET", path, &[("Host", &host)], b"").await;
+            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            assert_eq!((status, answer["code"].as_str()), (421, Some("MISDIRECTED_REQUEST")), "{host}{path}: {text}");
+        }
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "LocalHost".to_owned(),
+        format!("app.localhost:{port}"),
+        "lobby.test".to_owned(),
+    ] {
+        let (status, _, text) = http_with(&addr, "GET", "/v1/games", &[("Host", &host)], b"").await;
+        assert_eq!(status, 200, "{host}: {text}");
+    }
+    // Two names, or none, are no name.
+    let own = format!("127.0.0.1:{port}");
+    for hosts in [&[("Host", own.as_str()), ("Host", "attacker.example")][..], &[]] {
+        let (status, _, text) = http_with(&addr, "GET", "/v1/games", hosts, b"").await;
+        assert!(status == 421 || status == 400, "{hosts:?}: {status} {text}");
+    }
+}
