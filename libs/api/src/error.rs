@@ -47,6 +47,8 @@ pub enum Refusal {
     UnknownSeat,
     AlreadyWithdrawn,
     StaleDeadline,
+    /// A deadline fired before its due instant (retry later; never dropped for it).
+    DeadlineNotDue,
     /// The rules refused a lifecycle operation.
     Illegal,
     InvalidReason,
@@ -60,7 +62,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 15] = [
+    pub const ALL: [Refusal; 16] = [
         Self::UnknownGame,
         Self::UnknownRulesVersion,
         Self::UnknownPackageVersion,
@@ -71,6 +73,7 @@ impl Refusal {
         Self::UnknownSeat,
         Self::AlreadyWithdrawn,
         Self::StaleDeadline,
+        Self::DeadlineNotDue,
         Self::Illegal,
         Self::InvalidReason,
         Self::InvalidHandover,
@@ -91,6 +94,7 @@ impl Refusal {
             Self::UnknownSeat => "UNKNOWN_SEAT",
             Self::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
             Self::StaleDeadline => "STALE_DEADLINE",
+            Self::DeadlineNotDue => "DEADLINE_NOT_DUE",
             Self::Illegal => "ILLEGAL",
             Self::InvalidReason => "INVALID_REASON",
             Self::InvalidHandover => "INVALID_HANDOVER",
@@ -117,7 +121,7 @@ impl Refusal {
             Self::InvalidHandover => Some("handover"),
             Self::InvalidExpiry => Some("expiry"),
             Self::InvalidReplay => Some("replay"),
-            Self::MatchFinished | Self::StaleDeadline | Self::Illegal => None,
+            Self::MatchFinished | Self::StaleDeadline | Self::DeadlineNotDue | Self::Illegal => None,
         }
     }
 
@@ -131,9 +135,12 @@ impl Refusal {
             | Self::InvalidHandover
             | Self::InvalidExpiry
             | Self::InvalidReplay => 400,
-            Self::MatchFinished | Self::UnknownSeat | Self::AlreadyWithdrawn | Self::StaleDeadline | Self::Illegal => {
-                409
-            }
+            Self::MatchFinished
+            | Self::UnknownSeat
+            | Self::AlreadyWithdrawn
+            | Self::StaleDeadline
+            | Self::DeadlineNotDue
+            | Self::Illegal => 409,
         }
     }
 }
@@ -279,6 +286,7 @@ impl From<LifecycleError> for MatchError {
             LifecycleError::UnknownSeat => Refusal::UnknownSeat,
             LifecycleError::AlreadyWithdrawn => Refusal::AlreadyWithdrawn,
             LifecycleError::StaleDeadline => Refusal::StaleDeadline,
+            LifecycleError::NotDue { .. } => Refusal::DeadlineNotDue,
             LifecycleError::Illegal(m) => return Self::refused(Refusal::Illegal, m.clone()),
             LifecycleError::InvalidReason(m) => return Self::refused(Refusal::InvalidReason, m.clone()),
             LifecycleError::Fault(f) => return Self::Internal(f.0.clone()),
@@ -349,6 +357,7 @@ mod tests {
                 "UNKNOWN_SEAT INTERNAL 409 9",
                 "ALREADY_WITHDRAWN INTERNAL 409 9",
                 "STALE_DEADLINE INTERNAL 409 9",
+                "DEADLINE_NOT_DUE INTERNAL 409 9",
                 "ILLEGAL INTERNAL 409 9",
                 "INVALID_REASON INTERNAL 400 9",
                 "INVALID_HANDOVER INTERNAL 400 9",
@@ -365,6 +374,7 @@ mod tests {
             LifecycleError::UnknownSeat,
             LifecycleError::AlreadyWithdrawn,
             LifecycleError::StaleDeadline,
+            LifecycleError::NotDue { due_ms: 2, now_ms: 1 },
             LifecycleError::Illegal("no".into()),
             LifecycleError::InvalidReason("bad".into()),
         ] {

@@ -134,6 +134,10 @@ pub enum LifecycleError {
     AlreadyWithdrawn,
     #[error("the deadline generation is not current")]
     StaleDeadline,
+    /// Fired before its due instant on the match's clock: a caller's mistake or a skewed
+    /// clock, never a reason to drop it (a scheduler tries again later).
+    #[error("the deadline is due at {due_ms} ms, and it is {now_ms} ms")]
+    NotDue { due_ms: i64, now_ms: i64 },
     #[error("rules refused: {0}")]
     Illegal(String),
     #[error("invalid reason code: {0}")]
@@ -150,6 +154,7 @@ impl LifecycleError {
             Self::UnknownSeat => "UNKNOWN_SEAT",
             Self::AlreadyWithdrawn => "ALREADY_WITHDRAWN",
             Self::StaleDeadline => "STALE_DEADLINE",
+            Self::NotDue { .. } => "DEADLINE_NOT_DUE",
             Self::Illegal(_) => "ILLEGAL",
             Self::InvalidReason(_) => "INVALID_REASON",
             Self::Fault(_) => return None,
@@ -964,7 +969,7 @@ impl Engine {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
                 if now_ms < d.due_ms {
-                    return Err(LifecycleError::StaleDeadline);
+                    return Err(LifecycleError::NotDue { due_ms: d.due_ms, now_ms });
                 }
                 match expired(state, now_ms) {
                     // Logged as the cancellation it is: recovered and replayed as one.
@@ -987,6 +992,10 @@ impl Engine {
             LifecycleRequest::FireDeadline { id, generation } => {
                 let d = state.deadlines.get(id).filter(|d| d.generation == *generation);
                 let d = d.ok_or(LifecycleError::StaleDeadline)?;
+                // Whoever asks, a clock does not run out before its time.
+                if now_ms < d.due_ms {
+                    return Err(LifecycleError::NotDue { due_ms: d.due_ms, now_ms });
+                }
                 let event = Lifecycle::DeadlineExpired { id: id.clone(), payload: d.payload.clone() };
                 let (t, trace) = run_lifecycle(game, &live.loaded, &event, now_ms, draws)?;
                 (t, trace, LoggedOp::Lifecycle { event, generation: Some(*generation) }, Some(id.clone()))

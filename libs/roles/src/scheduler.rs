@@ -320,6 +320,11 @@ impl Loop {
                 debug!("deadline of a finished match dropped");
                 Outcome::Stale
             }
+            Err(e @ MatchError::Refused { refusal: Refusal::DeadlineNotDue, .. }) => {
+                // The match's clock is behind this replica's: the claim's lease passes first.
+                warn!(error = %e, "the match says the deadline is not due yet; retried when its claim expires");
+                Outcome::Failed
+            }
             Err(e @ (MatchError::Unavailable(_) | MatchError::NotOwner(_))) => {
                 warn!(error = %e, "match unavailable; the deadline is retried when its claim expires");
                 Outcome::Failed

@@ -305,8 +305,16 @@ fn deadlines_fire_once_per_current_generation() {
         Err(LifecycleError::StaleDeadline)
     );
     assert_eq!(h.state(), &before);
-    // The current one fires: consumed and the transition committed together.
+    // The current one does not fire before it is due (whoever asks), and that changes nothing…
     assert_eq!(h.state().position.flow.actors.keys().collect::<Vec<_>>(), ["p1"]);
+    let due_ms = h.state().deadlines["turn"].due_ms;
+    assert_eq!(
+        h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g2 }),
+        Err(LifecycleError::NotDue { due_ms, now_ms: h.now_ms })
+    );
+    assert_eq!(h.state(), &before);
+    // …then fires once due: consumed and the transition committed together.
+    h.now_ms = due_ms;
     h.lifecycle(LifecycleRequest::FireDeadline { id: "turn".into(), generation: g2 }).unwrap();
     assert_eq!(h.state().revision, before.revision + 1);
     assert_eq!(h.state().position.flow.actors.keys().collect::<Vec<_>>(), ["p0"], "ben's turn was skipped");
