@@ -123,7 +123,7 @@ pub fn request(request: pb::MatchRequest) -> Result<MatchRequest, MatchError> {
         }),
         Request::Presence(r) => Ok(MatchRequest::Presence {
             match_id: uuid_field("match_id", &r.match_id)?,
-            principal: r.principal,
+            principal: principal(r.principal)?,
             subscription: r.subscription,
             present: r.present,
         }),
@@ -132,16 +132,17 @@ pub fn request(request: pb::MatchRequest) -> Result<MatchRequest, MatchError> {
             LifecycleRequest::Control { seat: r.seat, stand_in: Some(r.stand_in).filter(|s| !s.is_empty()) },
         ),
         Request::Command(r) => {
-            Ok(MatchRequest::Command { principal: r.principal, envelope: envelope(&r.envelope_json)? })
+            Ok(MatchRequest::Command { principal: principal(r.principal)?, envelope: envelope(&r.envelope_json)? })
         }
         Request::CommandStatus(r) => Ok(MatchRequest::CommandStatus {
             match_id: uuid_field("match_id", &r.match_id)?,
-            principal: r.principal,
+            principal: principal(r.principal)?,
             command_id: uuid_field("command_id", &r.command_id)?,
         }),
-        Request::Sync(r) => {
-            Ok(MatchRequest::Sync { match_id: uuid_field("match_id", &r.match_id)?, principal: r.principal })
-        }
+        Request::Sync(r) => Ok(MatchRequest::Sync {
+            match_id: uuid_field("match_id", &r.match_id)?,
+            principal: principal(r.principal)?,
+        }),
         Request::Spectate(r) => Ok(MatchRequest::Spectate { match_id: uuid_field("match_id", &r.match_id)? }),
         Request::Withdraw(r) => lifecycle(&r.match_id, LifecycleRequest::Withdraw { seat: r.seat }),
         Request::FireDeadline(r) => {
@@ -544,4 +545,11 @@ pub fn virtual_players_to_pb(v: &juegoland_sdk::VirtualPlayers) -> pb::VirtualPl
             })
             .collect(),
     }
+}
+
+/// A principal a request names, held to the one rule of a principal's shape
+/// (`juegoland_core::principal_shape`) as at every other door.
+fn principal(principal: String) -> Result<String, MatchError> {
+    juegoland_core::principal_shape(&principal).map_err(|why| MatchError::Invalid(format!("principal: {why}")))?;
+    Ok(principal)
 }

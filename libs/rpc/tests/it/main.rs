@@ -230,6 +230,14 @@ fn bad_fields_are_invalid_and_named() {
     assert!(invalid(pb::match_request::Request::Command(command("{}"))).starts_with("envelope"));
     let revision = pb::RevisionRequest { match_id: "nope".into() };
     assert!(invalid(pb::match_request::Request::Revision(revision)).starts_with("match_id"));
+    // A principal follows the one rule of its shape here too.
+    let m = uuid::Uuid::from_u128(1).to_string();
+    for bad in [String::new(), "bob\u{0}".to_owned(), "b".repeat(129)] {
+        let sync = pb::SyncRequest { match_id: m.clone(), principal: bad.clone() };
+        assert!(invalid(pb::match_request::Request::Sync(sync)).starts_with("principal"), "{bad:?}");
+        let command = pb::SubmitCommandRequest { principal: bad.clone(), ..command("{}") };
+        assert!(invalid(pb::match_request::Request::Command(command)).starts_with("principal"), "{bad:?}");
+    }
     assert!(matches!(request(pb::MatchRequest { request: None }), Err(MatchError::Invalid(_))));
     // A creation without an id gets one.
     let create = pb::CreateMatchRequest {
