@@ -205,6 +205,7 @@ pub fn router(state: EdgeState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(no_method)
         .with_state(state)
+        .layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_JSON_BODY))
         .layer(axum::middleware::map_response(json_errors));
     let r = match socket_io {
         Some(layer) => r.layer(layer),
@@ -514,7 +515,17 @@ impl FromRequest<EdgeState> for JsonBody {
         if matches!(declared, Some(Ok(false) | Err(_))) {
             return Err(unsupported_media_type().into_response());
         }
-        let body = Bytes::from_request(request, state).await.map_err(IntoResponse::into_response)?;
+        // The body within its own time (after the head's), so a client trickling a large one
+        // cannot hold the server's memory and a connection for ever.
+        let read = Bytes::from_request(request, state);
+        let body = match tokio::time::timeout(state.limits().body_timeout, read).await {
+            Ok(body) => body.map_err(IntoResponse::into_response)?,
+            Err(_) => {
+                crate::limits::Refusal::BodyTimeout.count(&state.inner.refused);
+                let message = "the request's body did not arrive in time";
+                return Err(problem(StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT", message).into_response());
+            }
+        };
         if declared.is_none() && !body.is_empty() {
             return Err(unsupported_media_type().into_response());
         }

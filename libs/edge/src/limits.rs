@@ -14,7 +14,10 @@
 //!   reconnects at once, over and over, costs a handshake and a read each time; honest
 //!   clients, which are never closed for abuse, are never refused for it);
 //! - the HTTP head (request line and headers) must arrive within `head_timeout`, or hyper
-//!   closes the connection (slowloris; `server.rs`);
+//!   closes the connection (slowloris; `server.rs`); a JSON body within `body_timeout` of
+//!   its head, or the request is answered 408; a JSON body holds at most `MAX_JSON_BODY`
+//!   (413); a remote address holds at most `max_http_connections_per_address` HTTP
+//!   connections at once (one more is closed at once, before a byte is read);
 //! - a WebSocket sends a ping every `ping_interval`; one that delivers no complete message (a
 //!   pong included) for `idle_timeout` is closed with 1008 (a slowloris on frames too);
 //! - each connection's outgoing queue holds `outgoing_queue` messages; a client that lets it
@@ -60,6 +63,11 @@ pub struct EdgeLimits {
     pub abusive_close_burst: u32,
     /// How long a client may take to send an HTTP request's head.
     pub head_timeout: Duration,
+    /// How long a client may take to send a JSON body once its head arrived.
+    pub body_timeout: Duration,
+    /// Open HTTP connections per remote IP address (an upgraded one leaves this count for
+    /// the client connections' own).
+    pub max_http_connections_per_address: usize,
     /// How often the server pings a WebSocket client.
     pub ping_interval: Duration,
     /// How long a WebSocket may go without a complete message (pongs count) before it is
@@ -92,6 +100,8 @@ impl Default for EdgeLimits {
             abusive_closes_per_minute: 6,
             abusive_close_burst: 10,
             head_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            max_http_connections_per_address: 256,
             ping_interval: Duration::from_secs(20),
             idle_timeout: Duration::from_secs(60),
             outgoing_queue: 256,
@@ -117,6 +127,10 @@ pub enum Refusal {
     AbusiveAddress,
     /// An HTTP head not received in time.
     HeadTimeout,
+    /// A JSON body not received in time.
+    BodyTimeout,
+    /// An HTTP connection beyond its remote address's cap.
+    HttpAddressCap,
     /// A WebSocket silent (no complete message) for the idle timeout.
     Idle,
     /// A client whose outgoing queue overflowed.
@@ -132,12 +146,14 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 11] = [
+    pub const ALL: [Refusal; 13] = [
         Refusal::ProcessCap,
         Refusal::AddressCap,
         Refusal::PrincipalCap,
         Refusal::AbusiveAddress,
         Refusal::HeadTimeout,
+        Refusal::BodyTimeout,
+        Refusal::HttpAddressCap,
         Refusal::Idle,
         Refusal::SlowReader,
         Refusal::TooLarge,
@@ -153,6 +169,8 @@ impl Refusal {
             Refusal::PrincipalCap => "principal_cap",
             Refusal::AbusiveAddress => "abusive_address",
             Refusal::HeadTimeout => "head_timeout",
+            Refusal::BodyTimeout => "body_timeout",
+            Refusal::HttpAddressCap => "http_address_cap",
             Refusal::Idle => "idle",
             Refusal::SlowReader => "slow_reader",
             Refusal::TooLarge => "too_large",
@@ -344,6 +362,45 @@ impl Drop for Permit {
             *open -= 1;
             if *open == 0 {
                 counts.by_principal.remove(principal);
+            }
+        }
+    }
+}
+
+/// The most bytes of a JSON body the platform API reads (a creation's config included);
+/// more is `413 PAYLOAD_TOO_LARGE`.
+pub const MAX_JSON_BODY: usize = 256 << 10;
+
+/// The open HTTP connections by remote address (`server.rs`); a place is given back when its
+/// [`HttpPermit`] is dropped.
+#[derive(Clone, Default)]
+pub(crate) struct HttpConnections(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+pub(crate) struct HttpPermit {
+    connections: HttpConnections,
+    address: IpAddr,
+}
+
+impl HttpConnections {
+    /// A place for one more connection from `address`, if it holds fewer than `cap`.
+    pub(crate) fn open(&self, address: IpAddr, cap: usize) -> Option<HttpPermit> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let count = open.entry(address).or_default();
+        if *count >= cap {
+            return None;
+        }
+        *count += 1;
+        Some(HttpPermit { connections: self.clone(), address })
+    }
+}
+
+impl Drop for HttpPermit {
+    fn drop(&mut self) {
+        let mut open = self.connections.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
             }
         }
     }

@@ -43,6 +43,8 @@ pub async fn serve(
     signal: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let head_timeout = state.limits().head_timeout;
+    let per_address = state.limits().max_http_connections_per_address;
+    let open = crate::limits::HttpConnections::default();
     let refused = state.refused();
     let app = router(state);
     let stop = CancellationToken::new();
@@ -62,6 +64,13 @@ pub async fn serve(
                 }
             },
         };
+        // Closed before a byte is read: an address holding its share of descriptors gets no
+        // more, however fast it connects.
+        let Some(permit) = open.open(remote.ip(), per_address) else {
+            Refusal::HttpAddressCap.count(&refused);
+            drop(stream);
+            continue;
+        };
         if let Err(e) = stream.set_nodelay(true) {
             debug!(error = %e, "could not set TCP_NODELAY on a connection");
         }
@@ -78,6 +87,7 @@ pub async fn serve(
         let service = TowerToHyperService::new(service.map_err(|e: Infallible| match e {}));
         let (stop, refused) = (stop.clone(), refused.clone());
         tracker.spawn(async move {
+            let _permit = permit;
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder.timer(TokioTimer::new()).header_read_timeout(head_timeout);
             let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), service).with_upgrades());

@@ -362,6 +362,14 @@ pub struct EdgeLimitsArgs {
     /// Milliseconds a client may take to send an HTTP request head (slowloris).
     #[arg(long, env = "JUEGOLAND_HEAD_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().head_timeout))]
     pub head_timeout_ms: u64,
+    /// How long a client may take to send a JSON body once its head arrived, in
+    /// milliseconds; then 408.
+    #[arg(long, env = "JUEGOLAND_BODY_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().body_timeout))]
+    pub body_timeout_ms: u64,
+    /// Open HTTP connections per remote IP address (one more is closed at once; behind a
+    /// proxy that does not keep the client's address, raise it).
+    #[arg(long, env = "JUEGOLAND_MAX_HTTP_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeLimits::default().max_http_connections_per_address)]
+    pub max_http_connections_per_address: usize,
     /// Milliseconds between the server's pings on a WebSocket (engine.io's ping interval).
     #[arg(long, env = "JUEGOLAND_PING_INTERVAL_MS", default_value_t = millis(EdgeLimits::default().ping_interval))]
     pub ping_interval_ms: u64,
@@ -403,6 +411,8 @@ impl EdgeLimitsArgs {
             abusive_closes_per_minute: self.abusive_closes_per_minute,
             abusive_close_burst: self.abusive_close_burst,
             head_timeout: Duration::from_millis(self.head_timeout_ms),
+            body_timeout: Duration::from_millis(self.body_timeout_ms),
+            max_http_connections_per_address: self.max_http_connections_per_address,
             ping_interval: Duration::from_millis(self.ping_interval_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             outgoing_queue: self.outgoing_queue,

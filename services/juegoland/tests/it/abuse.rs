@@ -203,6 +203,67 @@ async fn one_principal_flooding_connections_is_refused_beyond_its_cap() {
     play(&mut bob, &mut alice, &m, 1, 4).await;
 }
 
+/// The HTTP layer under a flood from one address: connections beyond its cap are closed
+/// before a byte is read (upgraded ones leave the count, so a player's WebSockets are not
+/// bounded by it), a body trickled slower than its timeout is answered 408 and its memory
+/// given back, and a JSON body over 256 KiB is refused 413 — while a connected client plays.
+#[tokio::test]
+async fn http_connection_floods_slow_bodies_and_large_bodies_are_bounded() {
+    let server = Server::start(&["--max-http-connections-per-address", "8", "--body-timeout-ms", "500"]);
+    let (m, mut alice, mut bob) = playing(&server, "alice", "bob").await;
+    // Idle connections: eight are held, the rest closed at once.
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..5 {
+        let mut extra = TcpStream::connect(server.addr).await.unwrap();
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(2), extra.read(&mut byte)).await;
+        assert!(matches!(read, Ok(Ok(0) | Err(_))), "a connection beyond the cap was kept: {read:?}");
+    }
+    play(&mut alice, &mut bob, &m, 0, 3).await;
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(refused(&server, "http_address_cap").await >= 5.0);
+    // Upgraded connections are the client connections' to count: more than eight play.
+    let url = format!("ws://{}/v1/ws?access_token={}", server.addr, server.token("carol").await);
+    let mut sockets = Vec::new();
+    for _ in 0..12 {
+        sockets.push(tokio_tungstenite::connect_async(&url).await.expect("an upgraded connection").0);
+    }
+    drop(sockets);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A body that trickles: 408 once its time is up.
+    let mut slow = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/matches HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{",
+        server.addr
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("REQUEST_TIMEOUT") && started.elapsed() < Duration::from_secs(3), "{answer}");
+    assert_eq!(refused(&server, "body_timeout").await, 1.0);
+
+    // A body over the JSON limit.
+    let config = "x".repeat(300 << 10);
+    let (status, body) = server
+        .http(
+            "POST",
+            "/v1/matches",
+            Some(json!({"game": "conecta4", "seats": {"p0": "a", "p1": "b"}, "config": {"pad": config}})),
+        )
+        .await;
+    assert_eq!((status, body["code"].as_str()), (413, Some("PAYLOAD_TOO_LARGE")), "{status}");
+    play(&mut bob, &mut alice, &m, 1, 4).await;
+}
+
 #[tokio::test]
 async fn an_address_closed_for_abuse_too_often_is_refused_429_while_its_connected_clients_play() {
     let server = Server::start(&["--abusive-close-burst", "2", "--abusive-closes-per-minute", "6"]);
