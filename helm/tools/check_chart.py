@@ -179,6 +179,7 @@ def check_references(docs, values):
             values.get("postgresql", {}).get("existingSecret"),
             values.get("redis", {}).get("existingSecret"),
             values.get("jwt", {}).get("existingSecret"),
+            values.get("busSecret", {}).get("existingSecret"),
             values.get("platformToken", {}).get("existingSecret"),
         ]
         if s

@@ -26,7 +26,7 @@ mod near;
 mod redis;
 
 pub use crate::near::{NearBus, Owns};
-pub use crate::redis::{RedisBus, RedisBusConfig};
+pub use crate::redis::{BusSecret, RedisBus, RedisBusConfig};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -83,6 +83,71 @@ const FIELD_COUNT: &str = "count";
 const FIELD_ENCODED: &str = "encoded";
 const FIELD_PUBLISHED: &str = "published";
 const FIELD_TRACEPARENT: &str = "traceparent";
+/// The entry's authentication tag, with a [`BusSecret`].
+const FIELD_MAC: &str = "mac";
+
+/// The key nodes and gateways share to authenticate stream entries: a node tags each entry
+/// with an HMAC-SHA256 of everything a reader uses (match, entry id, revision, count,
+/// recipient, trace context, the message), and a reader drops an entry whose tag is missing
+/// or wrong — a forged next revision never reaches a player — and resyncs its subscribers
+/// from the match. It authenticates, it does not hide: keep Redis private (ACL credentials,
+/// TLS, the network policy).
+#[derive(Clone)]
+pub struct BusSecret(Arc<[u8]>);
+
+impl BusSecret {
+    /// At least 32 bytes.
+    pub fn new(secret: &[u8]) -> Result<Self, BusError> {
+        if secret.len() < 32 {
+            return Err(BusError::InvalidConfig(format!(
+                "the bus secret is at least 32 bytes, this one is {}",
+                secret.len()
+            )));
+        }
+        Ok(Self(secret.into()))
+    }
+
+    fn mac(&self, entry: &Tagged<'_>) -> Hmac {
+        use hmac::{KeyInit, Mac};
+        let mut mac = <Hmac as KeyInit>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        let Tagged { match_id, id, count, recipient, traceparent, encoded } = entry;
+        let head = format!("{match_id}\n{id}\n{}\n{count}\n{recipient}\n{traceparent}\n", id.revision);
+        mac.update(head.as_bytes());
+        mac.update(encoded.as_bytes());
+        mac
+    }
+
+    /// The tag of an entry, in hex.
+    fn tag(&self, entry: &Tagged<'_>) -> String {
+        use hmac::Mac;
+        hex::encode(self.mac(entry).finalize().into_bytes())
+    }
+
+    /// Whether `tag` is the entry's, compared in constant time.
+    fn verifies(&self, tag: &str, entry: &Tagged<'_>) -> bool {
+        use hmac::Mac;
+        let Ok(tag) = hex::decode(tag) else { return false };
+        self.mac(entry).verify_slice(&tag).is_ok()
+    }
+}
+
+/// What an entry's tag covers: everything a reader uses of it.
+struct Tagged<'a> {
+    match_id: Uuid,
+    id: EntryId,
+    count: u64,
+    recipient: &'a str,
+    traceparent: &'a str,
+    encoded: &'a str,
+}
+
+impl std::fmt::Debug for BusSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BusSecret(…)")
+    }
+}
+
+type Hmac = hmac::Hmac<sha2::Sha256>;
 
 /// The first pause before the reader reconnects; it doubles up to [`RECONNECT_MAX`].
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
@@ -94,6 +159,9 @@ const UNBLOCK_RETRY: Duration = Duration::from_millis(10);
 /// the bounds.
 #[derive(Clone, Debug)]
 pub struct RedisBusConfig {
+    /// Authenticates stream entries (nodes tag, gateways check); `None` neither tags nor
+    /// checks (a bus inside a trusted network only).
+    pub secret: Option<BusSecret>,
     /// The approximate number of entries a match's stream keeps (`XADD … MAXLEN ~`); a
     /// reader further behind than that sees a gap. Default 1024.
     pub max_len: usize,
@@ -144,6 +212,7 @@ pub struct RedisBusConfig {
 impl Default for RedisBusConfig {
     fn default() -> Self {
         Self {
+            secret: None,
             max_len: 1024,
             stream_ttl: Some(Duration::from_secs(10 * 60)),
             call_timeout: Duration::from_secs(2),
@@ -220,7 +289,7 @@ impl RedisBus {
             .set_max_delay(Duration::from_millis(500));
         let publisher = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)
             .map_err(|e| BusError::InvalidConfig(format!("redis connection manager: {e}")))?;
-        let shared = Arc::new(Shared { state: Mutex::new(Watches::default()) });
+        let shared = Arc::new(Shared { state: Mutex::new(Watches::default()), secret: config.secret.clone() });
         Ok(RedisBus {
             publishing: Publisher::new(publisher.clone(), config.clone()),
             config,
@@ -532,6 +601,8 @@ fn call(calls: Vec<(Arc<dyn Sink>, BusItem)>) {
 /// The state the bus and its readers share.
 struct Shared {
     state: Mutex<Watches>,
+    /// Checks each entry's tag, when set.
+    secret: Option<BusSecret>,
 }
 
 /// Every watched match, by the reader that serves it.
@@ -627,7 +698,7 @@ impl Shared {
                     continue;
                 }
                 let continuous = watch.tail.admits(id);
-                let decoded = decode(match_id, id, entry);
+                let decoded = decode(match_id, id, entry, self.secret.as_ref());
                 watch.tail = Tail::after(id, decoded.as_ref().ok().map(|(_, count)| *count));
                 if !continuous {
                     debug!(match_id = %match_id, entry = %id, "entries missing before this one; subscribers resync");
@@ -677,10 +748,17 @@ enum MalformedEntry {
     NotANumber(&'static str),
     #[error("the id does not fit revision {revision} of {count} entries")]
     Inconsistent { revision: u64, count: u64 },
+    #[error("its authentication tag is missing or wrong: not written by a node holding the bus secret")]
+    Unauthenticated,
 }
 
 /// The publication in a stream entry, with the number of entries of its revision.
-fn decode(match_id: Uuid, id: EntryId, entry: &StreamId) -> Result<(Publication, u64), MalformedEntry> {
+fn decode(
+    match_id: Uuid,
+    id: EntryId,
+    entry: &StreamId,
+    secret: Option<&BusSecret>,
+) -> Result<(Publication, u64), MalformedEntry> {
     let text = |field: &'static str| entry.get::<String>(field).ok_or(MalformedEntry::Missing(field));
     let number = |field: &'static str| text(field)?.parse::<u64>().map_err(|_| MalformedEntry::NotANumber(field));
     let revision = number(FIELD_REVISION)?;
@@ -690,9 +768,18 @@ fn decode(match_id: Uuid, id: EntryId, entry: &StreamId) -> Result<(Publication,
     }
     let recipient = text(FIELD_RECIPIENT)?;
     let encoded = text(FIELD_ENCODED)?;
-    let recipient = (!recipient.is_empty()).then_some(recipient);
     // Optional: entries of a commit without a trace context have none.
-    let trace_context = entry.get::<String>(FIELD_TRACEPARENT).map(Into::into);
+    let traceparent = entry.get::<String>(FIELD_TRACEPARENT);
+    if let Some(secret) = secret {
+        let tag = text(FIELD_MAC).map_err(|_| MalformedEntry::Unauthenticated)?;
+        let traced = traceparent.as_deref().unwrap_or("");
+        let tagged = Tagged { match_id, id, count, recipient: &recipient, traceparent: traced, encoded: &encoded };
+        if !secret.verifies(&tag, &tagged) {
+            return Err(MalformedEntry::Unauthenticated);
+        }
+    }
+    let recipient = (!recipient.is_empty()).then_some(recipient);
+    let trace_context = traceparent.map(Into::into);
     Ok((Publication { match_id, revision, recipient, encoded: encoded.into(), trace_context }, count))
 }
 
@@ -915,7 +1002,7 @@ mod tests {
 
     #[test]
     fn matches_nobody_watches_are_no_longer_read() {
-        let shared = Shared { state: Mutex::new(Watches::default()) };
+        let shared = Shared { state: Mutex::new(Watches::default()), secret: None };
         let config = RedisBusConfig::default();
         let (watched, unwatched) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let mut receivers = Vec::new();
@@ -933,7 +1020,7 @@ mod tests {
 
     #[test]
     fn readers_serve_bounded_sets_and_reuse_freed_room() {
-        let shared = Shared { state: Mutex::new(Watches::default()) };
+        let shared = Shared { state: Mutex::new(Watches::default()), secret: None };
         let config = RedisBusConfig { streams_per_reader: 2, ..RedisBusConfig::default() };
         let mut receivers = Vec::new();
         let mut placed = Vec::new();

@@ -47,6 +47,12 @@ pub struct NodeConfig {
     /// stay in this process (a node with no gateway, as in tests of the platform API).
     #[arg(long, env = "JUEGOLAND_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// The secret nodes and gateways share to authenticate the publication streams (at
+    /// least 32 bytes): nodes tag every entry, gateways deliver only tagged ones. Without it
+    /// the streams are not authenticated (anyone who can write to Redis can forge a
+    /// revision), which the process warns about.
+    #[arg(long, env = "JUEGOLAND_BUS_SECRET", hide_env_values = true)]
+    pub bus_secret: Option<String>,
     /// Seconds a match's stream outlives its last publication (Redis `EXPIRE`); finished
     /// matches' streams go after this. 0 keeps streams forever.
     #[arg(long, env = "JUEGOLAND_STREAM_TTL_SECS", default_value_t = 600)]
@@ -182,6 +188,12 @@ pub struct GatewayConfig {
     /// Redis URL of the publication streams.
     #[arg(long, env = "JUEGOLAND_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
+    /// The secret nodes and gateways share to authenticate the publication streams (at
+    /// least 32 bytes): nodes tag every entry, gateways deliver only tagged ones. Without it
+    /// the streams are not authenticated (anyone who can write to Redis can forge a
+    /// revision), which the process warns about.
+    #[arg(long, env = "JUEGOLAND_BUS_SECRET", hide_env_values = true)]
+    pub bus_secret: Option<String>,
     #[command(flatten)]
     pub clients: ClientEdgeArgs,
 }
@@ -232,6 +244,17 @@ pub struct TokenArgs {
     /// Seconds of clock skew tolerated on a token's `exp` and `nbf`.
     #[arg(long, env = "JUEGOLAND_JWT_LEEWAY_SECS", default_value_t = juegoland_edge::auth::DEFAULT_LEEWAY_SECS)]
     pub jwt_leeway_secs: u64,
+}
+
+/// The streams' secret from `--bus-secret`, checked; `None` (warned about) without one.
+fn bus_secret(secret: Option<&str>) -> anyhow::Result<Option<juegoland_bus::BusSecret>> {
+    match secret {
+        Some(secret) => Ok(Some(juegoland_bus::BusSecret::new(secret.as_bytes()).context("--bus-secret")?)),
+        None => {
+            warn!("the publication streams are not authenticated: set --bus-secret on nodes and gateways");
+            Ok(None)
+        }
+    }
 }
 
 /// The shortest token secret (HS256) a process starts with: 256 bits, SHA-256's output.
@@ -715,6 +738,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
         // publications and the sweeper delivers them when Redis is back.
         Some(url) => {
             let streams = RedisBusConfig {
+                secret: bus_secret(config.bus_secret.as_deref())?,
                 stream_ttl: (config.stream_ttl_secs > 0).then(|| Duration::from_secs(config.stream_ttl_secs)),
                 ..RedisBusConfig::default()
             };
@@ -868,7 +892,8 @@ pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::R
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
     let forwarder = forwarder(&config.routing, registry, &prometheus).await?;
-    let redis = RedisBus::new(&config.redis_url, RedisBusConfig::default()).context("the Redis URL")?;
+    let streams = RedisBusConfig { secret: bus_secret(config.bus_secret.as_deref())?, ..RedisBusConfig::default() };
+    let redis = RedisBus::new(&config.redis_url, streams).context("the Redis URL")?;
     if let Err(e) = redis.ping().await {
         warn!(error = %e, "Redis is not answering yet; subscriptions will resync when it is back");
     }

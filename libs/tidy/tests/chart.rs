@@ -278,6 +278,10 @@ fn chart_renders_and_validates_with_its_default_values() {
         );
     }
     assert!(container(&containers, "gateway").has_env("JUEGOLAND_JWT_SECRET"));
+    for component in ["node", "gateway"] {
+        let c = container(&containers, component);
+        assert!(c.has_env("JUEGOLAND_BUS_SECRET"), "{}: the streams are authenticated by default", c.name);
+    }
     let scheduler = container(&containers, "scheduler");
     assert!(scheduler.has_env("JUEGOLAND_REPLICA_ID"));
     assert!(!scheduler.has_env("JUEGOLAND_WEBHOOKS_FILE"), "no webhooks by default");

@@ -68,6 +68,8 @@ struct Role {
     /// The token secret, given to the child in its environment (`JUEGOLAND_JWT_SECRET`),
     /// which only its user reads, never on its command line, which every local user reads.
     secret: String,
+    /// The streams' secret (`JUEGOLAND_BUS_SECRET`), made for this cluster, the same way.
+    bus_secret: String,
     child: Option<Child>,
 }
 
@@ -76,6 +78,7 @@ impl Role {
         let child = Command::new(exe)
             .args(&self.args)
             .env("JUEGOLAND_JWT_SECRET", &self.secret)
+            .env("JUEGOLAND_BUS_SECRET", &self.bus_secret)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -86,7 +89,8 @@ impl Role {
     }
 }
 
-fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
+fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
+    let bus_secret = bus_secret.to_owned();
     let url = config.database_url.clone();
     let mut roles = Vec::new();
     for i in 0..config.nodes {
@@ -106,7 +110,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
         if let Some(port) = config.node_edge_port {
             args.extend(["--edge-http".into(), format!("127.0.0.1:{}", port + i)]);
         }
-        roles.push(Role { name: format!("node-{i}"), args, secret: secret.to_owned(), child: None });
+        roles.push(Role { name: format!("node-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
     }
     for i in 0..config.routers {
         let args = vec![
@@ -118,7 +122,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--database-url".into(),
             url.clone(),
         ];
-        roles.push(Role { name: format!("router-{i}"), args, secret: secret.to_owned(), child: None });
+        roles.push(Role { name: format!("router-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
     }
     let routers: Vec<String> =
         (0..config.routers).map(|i| format!("http://127.0.0.1:{}", config.router_port + i)).collect();
@@ -132,7 +136,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--redis-url".into(),
             config.redis_url.clone(),
         ];
-        roles.push(Role { name: format!("gateway-{i}"), args, secret: secret.to_owned(), child: None });
+        roles.push(Role { name: format!("gateway-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
     }
     for i in 0..config.schedulers {
         let args = vec![
@@ -146,7 +150,7 @@ fn roles(config: &ClusterConfig, secret: &str) -> Vec<Role> {
             "--replica-id".into(),
             format!("scheduler-{i}"),
         ];
-        roles.push(Role { name: format!("scheduler-{i}"), args, secret: secret.to_owned(), child: None });
+        roles.push(Role { name: format!("scheduler-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
     }
     roles
 }
@@ -186,7 +190,9 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
         }
     };
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 86_400).context("token keys")?;
-    let mut roles = roles(&config, &secret);
+    let mut bus_secret = [0u8; 32];
+    getrandom::fill(&mut bus_secret).context("generate the streams' secret")?;
+    let mut roles = roles(&config, &secret, &hex::encode(bus_secret));
     for role in &mut roles {
         role.start(&exe)?;
     }

@@ -22,8 +22,8 @@ use tracing::debug;
 use uuid::Uuid;
 
 use super::{
-    EntryId, FIELD_COUNT, FIELD_ENCODED, FIELD_PUBLISHED, FIELD_RECIPIENT, FIELD_REVISION, FIELD_TRACEPARENT, RedisBus,
-    RedisBusConfig, bounded, is_stale_id,
+    EntryId, FIELD_COUNT, FIELD_ENCODED, FIELD_MAC, FIELD_PUBLISHED, FIELD_RECIPIENT, FIELD_REVISION,
+    FIELD_TRACEPARENT, RedisBus, RedisBusConfig, Tagged, bounded, is_stale_id,
 };
 use crate::BusError;
 
@@ -186,6 +186,20 @@ impl Writer {
                     .arg(published);
                 if let Some(traceparent) = &p.trace_context {
                     pipe.arg(FIELD_TRACEPARENT).arg(&**traceparent);
+                }
+                if let Some(secret) = &self.config.secret {
+                    let recipient = p.recipient.as_deref().unwrap_or("");
+                    let traced = p.trace_context.as_deref().unwrap_or("");
+                    let entry = Tagged {
+                        match_id: p.match_id,
+                        id,
+                        count: count as u64,
+                        recipient,
+                        traceparent: traced,
+                        encoded: &p.encoded,
+                    };
+                    let tag = secret.tag(&entry);
+                    pipe.arg(FIELD_MAC).arg(tag);
                 }
                 pipe.ignore();
             }

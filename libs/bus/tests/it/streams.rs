@@ -312,3 +312,53 @@ async fn thousands_of_watched_matches_over_bounded_readers_arrive_in_order() {
     }
     assert!(bus.readers() <= (MATCHES + 1_000).div_ceil(per_reader), "{} readers", bus.readers());
 }
+
+/// With a bus secret, a node tags every entry and a gateway delivers only tagged ones: an
+/// entry written straight into Redis — a forged next revision with a made-up result, or a
+/// genuine one whose message was changed — never reaches a subscriber, which resyncs
+/// instead; a reader without the secret (or with another) is no reader of a tagged stream.
+#[tokio::test]
+async fn a_forged_or_altered_entry_never_reaches_a_subscriber() {
+    use juegoland_bus::BusSecret;
+    let mut redis = shared_redis().await;
+    let secret = BusSecret::new(b"a-bus-secret-nodes-and-gateways-share").unwrap();
+    assert!(BusSecret::new(b"short").is_err(), "at least 32 bytes");
+    let node = bus(RedisBusConfig { secret: Some(secret.clone()), ..RedisBusConfig::default() });
+    let gateway = bus(RedisBusConfig { secret: Some(secret), ..RedisBusConfig::default() });
+    let id = random_match();
+    let mut sub = gateway.subscribe(id).await.unwrap();
+    let one = revision(id, 1, &[Some("p0"), None]);
+    node.publish(&one).await.unwrap();
+    assert_eq!(publications(&mut sub, 2).await, one, "genuine entries pass");
+
+    // A forged revision 2, shaped like a node's entry (with a tag the forger made up).
+    let key = RedisBus::stream_key(id);
+    let forged = r#"{"protocolVersion":1,"type":"game.snapshot","revision":2,"result":"forged"}"#;
+    for (entry_id, tag) in [("2-1", None), ("3-1", Some("00".repeat(32)))] {
+        let revision = &entry_id[..1];
+        let mut xadd = redis::cmd("XADD");
+        xadd.arg(&key).arg(entry_id).arg("revision").arg(revision).arg("recipient").arg("p0").arg("count").arg(1);
+        xadd.arg("encoded").arg(forged).arg("published").arg(0);
+        if let Some(tag) = &tag {
+            xadd.arg("mac").arg(tag);
+        }
+        let _: String = xadd.query_async(&mut redis).await.unwrap();
+    }
+    assert!(matches!(next(&mut sub).await, BusItem::Gap), "the forged entry is dropped: the subscriber resyncs");
+    // Whatever else comes is a resync, never a forged publication.
+    let until = tokio::time::Instant::now() + Duration::from_millis(300);
+    while let Ok(Some(item)) = tokio::time::timeout_at(until, futures::StreamExt::next(&mut sub)).await {
+        assert!(matches!(item, BusItem::Gap), "a forged entry was delivered");
+    }
+
+    // A reader with another secret delivers nothing the node wrote.
+    let other = bus(RedisBusConfig {
+        secret: Some(BusSecret::new(b"another-secret-of-thirty-two-bytes!!").unwrap()),
+        ..RedisBusConfig::default()
+    });
+    let id = random_match();
+    let mut theirs = other.subscribe(id).await.unwrap();
+    node.publish(&revision(id, 1, &[Some("p0")])).await.unwrap();
+    assert!(matches!(next(&mut theirs).await, BusItem::Gap), "an entry it cannot verify is no publication");
+    assert_quiet(&mut theirs, Duration::from_millis(200)).await;
+}

@@ -158,6 +158,9 @@ impl Proc {
     }
 }
 
+/// The streams' secret of the clusters with a gateway.
+pub const BUS_SECRET: &str = "the-test-clusters-bus-secret-0123456789";
+
 pub struct Cluster {
     pub schema: TestSchema,
     pub nodes: Vec<Proc>,
@@ -233,12 +236,14 @@ impl Cluster {
             if node_edges {
                 args.extend(["--edge-http", "127.0.0.1:0", "--jwt-secret", secret].map(str::to_owned));
             }
-            let env = node_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let mut env: Vec<(String, String)> =
+                node_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            env.push(("JUEGOLAND_BUS_SECRET".to_owned(), BUS_SECRET.to_owned()));
             Proc::spawn_with_env(args, env)
         };
         let nodes = (0..nodes).map(node).collect();
         let routers: Vec<Proc> = (0..2).map(|_| Proc::spawn(router_args(&url))).collect();
-        let gateway = Proc::spawn(
+        let gateway = Proc::spawn_with_env(
             [
                 "gateway",
                 "--http",
@@ -254,6 +259,8 @@ impl Cluster {
             ]
             .map(str::to_owned)
             .to_vec(),
+            // The streams are authenticated end to end, as the chart deploys them.
+            vec![("JUEGOLAND_BUS_SECRET".to_owned(), BUS_SECRET.to_owned())],
         );
         let cluster = Cluster { schema, nodes, routers, restarts: 0 };
         cluster.wait_for_ring().await;
