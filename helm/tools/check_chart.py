@@ -180,6 +180,7 @@ def check_references(docs, values):
             values.get("redis", {}).get("existingSecret"),
             values.get("jwt", {}).get("existingSecret"),
             values.get("busSecret", {}).get("existingSecret"),
+            values.get("clusterSecret", {}).get("existingSecret"),
             values.get("platformToken", {}).get("existingSecret"),
         ]
         if s

@@ -75,8 +75,14 @@ impl Conn {
 
     /// Plays as `principal` through the router behind `channel`, polling every `poll` for
     /// newer revisions.
-    pub fn grpc(channel: Channel, principal: String, poll: Duration) -> Conn {
+    pub fn grpc(
+        channel: Channel,
+        principal: String,
+        poll: Duration,
+        key: Option<juegoland_rpc::credential::ClusterKey>,
+    ) -> Conn {
         Conn::Grpc(Box::new(GrpcConn {
+            key,
             client: RouterClient::new(channel),
             principal,
             match_id: None,
@@ -116,6 +122,8 @@ impl Conn {
 
 /// A player on the router's gRPC API: what a call answers waits in `inbox` for `recv`.
 pub struct GrpcConn {
+    /// Stamps each call as a gateway's (a router acts for a principal only on such calls).
+    key: Option<juegoland_rpc::credential::ClusterKey>,
     client: RouterClient<Channel>,
     principal: String,
     /// The match of the last sync: the one whose revisions are polled.
@@ -133,7 +141,11 @@ fn rpc_error(status: tonic::Status) -> ConnError {
 impl GrpcConn {
     /// One match request through the router.
     async fn call(&mut self, request: MatchRequest) -> Result<MatchReply, ConnError> {
-        let reply = self.client.call(juegoland_rpc::request_to_pb(&request)).await.map_err(rpc_error)?;
+        let mut call = tonic::Request::new(juegoland_rpc::request_to_pb(&request));
+        if let Some(key) = &self.key {
+            key.stamp(juegoland_rpc::credential::Role::Gateway, call.metadata_mut());
+        }
+        let reply = self.client.call(call).await.map_err(rpc_error)?;
         juegoland_rpc::reply(reply.into_inner()).map_err(|e| ConnError::Decode(e.to_string()))
     }
 

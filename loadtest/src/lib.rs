@@ -93,6 +93,11 @@ struct RunOptions {
     /// `Revision` every `--grpc-poll` (the router API has no push).
     #[arg(long, value_delimiter = ',')]
     grpc: Vec<String>,
+    /// The cluster's secret (`--cluster-secret` of its roles): gRPC players stamp their calls
+    /// with a gateway's credential, as a router answers calls that act for a principal only
+    /// from the cluster's roles.
+    #[arg(long, env = "JUEGOLAND_CLUSTER_SECRET", hide_env_values = true)]
+    cluster_secret: Option<String>,
     /// Players connect to the client edge of the node that owns their match (the
     /// `clientUrl` of the platform API's `GET /v1/matches/{id}`, read each time they
     /// connect), and to --ws when the owner serves no clients itself.
@@ -391,6 +396,12 @@ async fn run(options: RunOptions) -> anyhow::Result<Summary> {
         owner_edge: options.ws_owner.then(|| endpoint.clone()),
         grpc,
         grpc_poll: options.grpc_poll,
+        cluster_key: options
+            .cluster_secret
+            .as_deref()
+            .map(|s| juegoland_rpc::credential::ClusterKey::new(s.as_bytes()))
+            .transpose()
+            .map_err(|why| anyhow::anyhow!("--cluster-secret: {why}"))?,
         accept,
         think: options.think_time,
         reconnect_every,

@@ -264,6 +264,8 @@ pub struct PlayContext {
     pub grpc: Vec<tonic::transport::Channel>,
     /// How often a gRPC player asks for the match's revision while it waits for a view.
     pub grpc_poll: Duration,
+    /// Stamps gRPC players' calls (`--cluster-secret`).
+    pub cluster_key: Option<juegoland_rpc::credential::ClusterKey>,
     pub accept: Vec<ContractTuple>,
     pub think: Duration,
     /// Drop the connection after about one in this many applied moves (reconnect storm).
@@ -381,7 +383,7 @@ impl Player<'_> {
             Conn::connect(&url, &token).await?
         } else {
             let channel = self.ctx.grpc[self.rng.below(self.ctx.grpc.len() as u64) as usize].clone();
-            Conn::grpc(channel, self.principal.clone(), self.ctx.grpc_poll)
+            Conn::grpc(channel, self.principal.clone(), self.ctx.grpc_poll, self.ctx.cluster_key.clone())
         };
         self.syncs += 1;
         let request_id = format!("s{}", self.syncs);

@@ -75,6 +75,11 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
       key: {{ .key }}
 {{- end -}}
 
+{{- define "juegoland.clusterSecretEnv" -}}
+{{- $secret := default (include "juegoland.secretName" .) .Values.clusterSecret.existingSecret -}}
+{{- include "juegoland.secretEnv" (dict "name" "JUEGOLAND_CLUSTER_SECRET" "secret" $secret "key" .Values.clusterSecret.existingSecretKey) -}}
+{{- end -}}
+
 {{- define "juegoland.databaseUrlEnv" -}}
 {{- $secret := default (include "juegoland.secretName" .) .Values.postgresql.existingSecret -}}
 {{- include "juegoland.secretEnv" (dict "name" "JUEGOLAND_DATABASE_URL" "secret" $secret "key" .Values.postgresql.existingSecretKey) -}}

@@ -495,7 +495,7 @@ fn platform_authorized(state: &EdgeState, headers: &HeaderMap) -> Result<(), Pro
 }
 
 /// Whether `given` is `expected`, in a time that does not depend on where they differ.
-fn same_secret(given: &str, expected: &str) -> bool {
+pub fn same_secret(given: &str, expected: &str) -> bool {
     let (given, expected) = (given.as_bytes(), expected.as_bytes());
     given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }

@@ -36,7 +36,7 @@ mod ws;
 
 pub use auth::{KeySet, TokenError, Tokens, Verification};
 pub use gateway::{BARRIER_MAX_BYTES, BARRIER_MAX_REVISIONS, CURSOR_GRACE, GatewayConfig};
-pub use http::{EdgeOptions, EdgeState, router};
+pub use http::{EdgeOptions, EdgeState, router, same_secret};
 pub use limits::{EdgeLimits, Refusal, RemoteAddr};
 pub use server::serve;
 pub use shutdown::Shutdown;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use juegoland_api::{MatchDirectory, MatchError, MatchReply, MatchRequest, Matches};
-use juegoland_core::Registry;
+use juegoland_core::{LifecycleRequest, Registry};
 use juegoland_rpc::pb;
 use juegoland_telemetry::Context as TraceContext;
 use prometheus::{HistogramVec, IntCounterVec};
@@ -109,12 +109,39 @@ struct Inner {
     metrics: RouterMetrics,
     /// One lazily connected channel per node address (a channel multiplexes calls).
     channels: parking_lot::Mutex<HashMap<String, NodeClient>>,
+    /// The credential stamped on every call to a node (`credential.rs`).
+    caller: Option<Caller>,
+}
+
+/// Who this process is on its calls to the others, when the cluster has a secret.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub key: juegoland_rpc::credential::ClusterKey,
+    pub role: juegoland_rpc::credential::Role,
+}
+
+impl Caller {
+    /// `message` as a call: the caller's trace context, and this credential.
+    fn request<T>(caller: Option<&Caller>, message: T) -> Request<T> {
+        let mut request = with_context(message);
+        if let Some(caller) = caller {
+            caller.key.stamp(caller.role, request.metadata_mut());
+        }
+        request
+    }
 }
 
 impl Forwarder {
-    pub fn new(membership: Membership, registry: Arc<Registry>, budget: RetryBudget, metrics: RouterMetrics) -> Self {
+    pub fn new(
+        membership: Membership,
+        registry: Arc<Registry>,
+        budget: RetryBudget,
+        metrics: RouterMetrics,
+        caller: Option<Caller>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
+                caller,
                 membership,
                 registry,
                 budget,
@@ -177,7 +204,7 @@ impl Forwarder {
                         tracing::Span::current().record("node_id", owner.node_id.as_str());
                         let mut client = self.client(&owner.address)?;
                         let started = Instant::now();
-                        let result = client.call(with_context(wire.clone())).await;
+                        let result = client.call(Caller::request(self.inner.caller.as_ref(), wire.clone())).await;
                         m.hop_seconds.with_label_values(&[op]).observe(started.elapsed().as_secs_f64());
                         match result {
                             Ok(reply) => {
@@ -230,11 +257,17 @@ fn with_context<T>(message: T) -> Request<T> {
 pub struct RouterCalls {
     client: pb::router_client::RouterClient<Channel>,
     registry: Arc<Registry>,
+    caller: Option<Caller>,
 }
 
 impl RouterCalls {
     /// Calls to the routers at `addresses` (`http://host:port`), balanced.
-    pub fn new(addresses: &[String], registry: Arc<Registry>, call_timeout: Duration) -> Result<Self, MatchError> {
+    pub fn new(
+        addresses: &[String],
+        registry: Arc<Registry>,
+        call_timeout: Duration,
+        caller: Option<Caller>,
+    ) -> Result<Self, MatchError> {
         let endpoints = addresses
             .iter()
             .map(|a| {
@@ -244,7 +277,7 @@ impl RouterCalls {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let channel = Channel::balance_list(endpoints.into_iter());
-        Ok(Self { client: pb::router_client::RouterClient::new(channel), registry })
+        Ok(Self { client: pb::router_client::RouterClient::new(channel), registry, caller })
     }
 }
 
@@ -256,7 +289,7 @@ impl Matches for RouterCalls {
 
     async fn call(&self, request: MatchRequest) -> Result<MatchReply, MatchError> {
         let wire = juegoland_rpc::request_to_pb(&request);
-        match self.client.clone().call(with_context(wire)).await {
+        match self.client.clone().call(Caller::request(self.caller.as_ref(), wire)).await {
             Ok(reply) => juegoland_rpc::reply(reply.into_inner()),
             Err(status) => Err(juegoland_rpc::from_status(&status)),
         }
@@ -269,17 +302,59 @@ impl Matches for RouterCalls {
 pub struct RouterService {
     pub forwarder: Forwarder,
     pub directory: Option<Arc<dyn MatchDirectory>>,
+    /// The cluster secret: with it, a request that acts as a principal or as the engine (a
+    /// command, a sync, presence, a hand-over, a deadline firing) needs another role's
+    /// credential, and a platform operation that or the platform token.
+    pub cluster: Option<juegoland_rpc::credential::ClusterKey>,
+    /// The platform token of the platform operations (none: open, as on the HTTP API).
+    pub platform_token: Option<String>,
 }
 
 impl RouterService {
     fn directory(&self) -> Result<&Arc<dyn MatchDirectory>, Status> {
         self.directory.as_ref().ok_or_else(|| Status::unimplemented("this router lists no matches"))
     }
+
+    /// Whether `metadata` may make a platform operation: a role of the cluster, or the
+    /// platform with its token.
+    fn platform(&self, metadata: &tonic::metadata::MetadataMap) -> Result<(), Status> {
+        let Some(cluster) = &self.cluster else { return Ok(()) };
+        if cluster.verify(metadata).is_ok() {
+            return Ok(());
+        }
+        let Some(expected) = &self.platform_token else { return Ok(()) };
+        let given = metadata.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        if given.is_some_and(|given| juegoland_edge::same_secret(given, expected)) {
+            Ok(())
+        } else {
+            Err(Status::unauthenticated("this call needs the platform token (authorization: Bearer <platform token>)"))
+        }
+    }
+
+    /// Whether `metadata` may make `request`: one that acts as a principal or as the engine
+    /// only with a role's credential.
+    fn authorize(&self, metadata: &tonic::metadata::MetadataMap, request: &MatchRequest) -> Result<(), Status> {
+        let Some(cluster) = &self.cluster else { return Ok(()) };
+        let internal = match request {
+            MatchRequest::Presence { .. }
+            | MatchRequest::Command { .. }
+            | MatchRequest::CommandStatus { .. }
+            | MatchRequest::Sync { .. }
+            | MatchRequest::Spectate { .. }
+            | MatchRequest::Revision { .. } => true,
+            MatchRequest::Lifecycle { request, .. } => {
+                matches!(request, LifecycleRequest::FireDeadline { .. } | LifecycleRequest::Control { .. })
+            }
+            _ => false,
+        };
+        if internal { cluster.verify(metadata).map(|_| ()) } else { self.platform(metadata) }
+    }
 }
 
 #[tonic::async_trait]
 impl pb::router_server::Router for RouterService {
-    async fn list_games(&self, _: Request<pb::ListGamesRequest>) -> Result<Response<pb::ListGamesReply>, Status> {
+    async fn list_games(&self, request: Request<pb::ListGamesRequest>) -> Result<Response<pb::ListGamesReply>, Status> {
+        self.platform(request.metadata())?;
         let games = self
             .forwarder
             .inner
@@ -306,8 +381,12 @@ impl pb::router_server::Router for RouterService {
     async fn call(&self, request: Request<pb::MatchRequest>) -> Result<Response<pb::MatchReply>, Status> {
         // The trace context the caller (a gateway, the platform, a test) sent, if any.
         let parent = Some(juegoland_telemetry::extract(request.metadata()));
-        let result = match juegoland_rpc::request(request.into_inner()) {
-            Ok(request) => self.forwarder.forward(parent, request).await,
+        let (metadata, _, message) = request.into_parts();
+        let result = match juegoland_rpc::request(message) {
+            Ok(request) => {
+                self.authorize(&metadata, &request)?;
+                self.forwarder.forward(parent, request).await
+            }
             Err(e) => Err(e),
         };
         match result {
@@ -317,6 +396,7 @@ impl pb::router_server::Router for RouterService {
     }
 
     async fn list_matches(&self, request: Request<pb::ListMatchesRequest>) -> Result<Response<pb::MatchPage>, Status> {
+        self.platform(request.metadata())?;
         let directory = self.directory()?;
         let query = juegoland_rpc::match_query(request.into_inner()).map_err(|e| juegoland_rpc::to_status(&e))?;
         match directory.list(&query).await {
@@ -326,6 +406,7 @@ impl pb::router_server::Router for RouterService {
     }
 
     async fn read_feed(&self, request: Request<pb::ReadFeedRequest>) -> Result<Response<pb::FeedPage>, Status> {
+        self.platform(request.metadata())?;
         let directory = self.directory()?;
         let (after, limit) = juegoland_rpc::feed_query(request.get_ref()).map_err(|e| juegoland_rpc::to_status(&e))?;
         match directory.feed(after, limit).await {

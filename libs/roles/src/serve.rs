@@ -53,6 +53,8 @@ pub struct NodeConfig {
     /// revision), which the process warns about.
     #[arg(long, env = "JUEGOLAND_BUS_SECRET", hide_env_values = true)]
     pub bus_secret: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Seconds a match's stream outlives its last publication (Redis `EXPIRE`); finished
     /// matches' streams go after this. 0 keeps streams forever.
     #[arg(long, env = "JUEGOLAND_STREAM_TTL_SECS", default_value_t = 600)]
@@ -170,6 +172,41 @@ pub struct RoutingConfig {
     /// How long one call is retried across NOT_OWNER / UNAVAILABLE, in milliseconds.
     #[arg(long, env = "JUEGOLAND_RETRY_BUDGET_MS", default_value_t = 8_000)]
     pub retry_budget_ms: u64,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// The cluster secret every role shares to authenticate its gRPC calls to the others
+/// (`credential.rs`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// The secret nodes, routers, gateways and schedulers share (at least 32 bytes): each
+    /// stamps its gRPC calls with a credential made with it, and a node answers, and a router
+    /// acts for a principal or the engine, only on such calls. Without it the gRPC ports
+    /// trust their network (the process warns).
+    #[arg(long, env = "JUEGOLAND_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+}
+
+impl ClusterArgs {
+    /// The key, checked; `None` (warned about) without a secret.
+    pub fn key(&self) -> anyhow::Result<Option<juegoland_rpc::credential::ClusterKey>> {
+        match &self.cluster_secret {
+            Some(secret) => Ok(Some(
+                juegoland_rpc::credential::ClusterKey::new(secret.as_bytes())
+                    .map_err(|why| anyhow::anyhow!("--cluster-secret: {why}"))?,
+            )),
+            None => {
+                warn!("the cluster's gRPC calls are not authenticated: set --cluster-secret on every role");
+                Ok(None)
+            }
+        }
+    }
+
+    /// This process's credential on its calls, as `role`.
+    pub fn caller(&self, role: juegoland_rpc::credential::Role) -> anyhow::Result<Option<crate::router::Caller>> {
+        Ok(self.key()?.map(|key| crate::router::Caller { key, role }))
+    }
 }
 
 /// Settings of a gateway process.
@@ -490,6 +527,8 @@ pub struct SchedulerConfig {
     /// replica at a time).
     #[command(flatten)]
     pub webhooks: WebhookConfig,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Webhooks over the platform feed (`crate::webhooks`): one endpoint from flags, or several
@@ -805,6 +844,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
             registry.clone(),
             RetryBudget::default(),
             RouterMetrics::new(&prometheus).context("register forwarding metrics")?,
+            config.cluster.caller(juegoland_rpc::credential::Role::Node)?,
         );
         let matches = Arc::new(Nearby { service: service.clone(), forwarder });
         // The node's metrics are on its own listener (--http), never on its client edge.
@@ -833,7 +873,16 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut stop_rx2 = stop_rx.clone();
     let server = tonic::transport::Server::builder()
-        .add_service(pb::node_server::NodeServer::new(service.clone()))
+        .add_service({
+            // With the cluster secret, a node answers only the other roles' stamped calls.
+            let key = config.cluster.key()?;
+            pb::node_server::NodeServer::with_interceptor(service.clone(), move |request: tonic::Request<()>| {
+                if let Some(key) = &key {
+                    key.verify(request.metadata())?;
+                }
+                Ok(request)
+            })
+        })
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), async move {
             let _ = stop_rx2.wait_for(|s| *s).await;
         });
@@ -891,7 +940,7 @@ pub async fn run_node(config: NodeConfig, registry: Registry) -> anyhow::Result<
 pub async fn run_gateway(config: GatewayConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "gateway").context("register process metrics")?;
-    let forwarder = forwarder(&config.routing, registry, &prometheus).await?;
+    let forwarder = forwarder(&config.routing, registry, &prometheus, juegoland_rpc::credential::Role::Gateway).await?;
     let streams = RedisBusConfig { secret: bus_secret(config.bus_secret.as_deref())?, ..RedisBusConfig::default() };
     let redis = RedisBus::new(&config.redis_url, streams).context("the Redis URL")?;
     if let Err(e) = redis.ping().await {
@@ -923,6 +972,7 @@ async fn forwarder(
     routing: &RoutingConfig,
     registry: Registry,
     prometheus: &prometheus::Registry,
+    role: juegoland_rpc::credential::Role,
 ) -> anyhow::Result<Forwarder> {
     let pool = PgPoolOptions::new()
         .max_connections(2)
@@ -934,7 +984,7 @@ async fn forwarder(
     membership.refresh_now().await;
     let budget = RetryBudget { total: Duration::from_millis(routing.retry_budget_ms), ..RetryBudget::default() };
     let metrics = RouterMetrics::new(prometheus).context("register forwarding metrics")?;
-    Ok(Forwarder::new(membership, Arc::new(registry), budget, metrics))
+    Ok(Forwarder::new(membership, Arc::new(registry), budget, metrics, routing.cluster.caller(role)?))
 }
 
 /// How long a router's webhook ping waits for the endpoint's answer (a delivery's default
@@ -945,7 +995,7 @@ const WEBHOOK_PING_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "router").context("register process metrics")?;
-    let forwarder = forwarder(&config.routing, registry, &prometheus).await?;
+    let forwarder = forwarder(&config.routing, registry, &prometheus, juegoland_rpc::credential::Role::Router).await?;
 
     // The platform API is the edge's, over the forwarder; the router serves no WebSocket
     // and mints no tokens, so its signing key is a throwaway.
@@ -979,7 +1029,12 @@ pub async fn run_router(config: RouterConfig, registry: Registry) -> anyhow::Res
     let mut grpc_stop = stop_rx.clone();
     let server = tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(pb::router_server::RouterServer::new(RouterService { forwarder, directory: Some(directory) }))
+            .add_service(pb::router_server::RouterServer::new(RouterService {
+                forwarder,
+                directory: Some(directory),
+                cluster: config.routing.cluster.key()?,
+                platform_token: config.platform_token.clone(),
+            }))
             .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), async move {
                 let _ = grpc_stop.wait_for(|s| *s).await;
             }),
@@ -1022,8 +1077,13 @@ pub async fn run_scheduler(config: SchedulerConfig, registry: Registry) -> anyho
     let options: sqlx::postgres::PgConnectOptions = config.database_url.parse().context("parse the database URL")?;
     let pool = PgStore::pool_options().max_connections(config.database_pool.max(1));
     let store = PgStore::connect_with(pool, options).await.context("connect to PostgreSQL (store)")?;
-    let calls =
-        RouterCalls::new(&config.routers, Arc::new(registry), Duration::from_secs(10)).context("router addresses")?;
+    let calls = RouterCalls::new(
+        &config.routers,
+        Arc::new(registry),
+        Duration::from_secs(10),
+        config.cluster.caller(juegoland_rpc::credential::Role::Scheduler)?,
+    )
+    .context("router addresses")?;
     let prometheus = prometheus::Registry::new();
     register_process_metrics(&prometheus, "scheduler").context("register process metrics")?;
     let metrics = SchedulerMetrics::new(&prometheus).context("register scheduler metrics")?;

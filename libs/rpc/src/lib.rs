@@ -5,13 +5,15 @@
 //! ([`to_status`], [`from_status`]), and the conversions of every [`MatchRequest`] and
 //! [`MatchReply`] to and from the wire ([`request`], [`reply`]), with each field turned into
 //! domain types (UUIDs, seats, game keys, the protocol's strictly decoded JSON). Validation
-//! happens here, once, on receipt.
+//! happens here, once, on receipt. And the credential one role stamps on its calls to
+//! another ([`credential`]).
 //!
 //! [`MatchRequest`]: juegoland_api::MatchRequest
 //! [`MatchReply`]: juegoland_api::MatchReply
 //! Must not use: the store, the bus, the actors or any service crate; it knows no game.
 
 mod convert;
+pub mod credential;
 mod error;
 
 pub use convert::*;

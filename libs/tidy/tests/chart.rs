@@ -282,6 +282,10 @@ fn chart_renders_and_validates_with_its_default_values() {
         let c = container(&containers, component);
         assert!(c.has_env("JUEGOLAND_BUS_SECRET"), "{}: the streams are authenticated by default", c.name);
     }
+    for component in ["node", "router", "gateway", "scheduler"] {
+        let c = container(&containers, component);
+        assert!(c.has_env("JUEGOLAND_CLUSTER_SECRET"), "{}: its gRPC calls are authenticated by default", c.name);
+    }
     let scheduler = container(&containers, "scheduler");
     assert!(scheduler.has_env("JUEGOLAND_REPLICA_ID"));
     assert!(!scheduler.has_env("JUEGOLAND_WEBHOOKS_FILE"), "no webhooks by default");

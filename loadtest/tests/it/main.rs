@@ -72,6 +72,9 @@ async fn run<S: AsRef<str>>(args: &[S]) -> Summary {
     execute(cli).await.expect("the run completes").expect("a run gives a summary")
 }
 
+/// The cluster secret of the local clusters (the gRPC players stamp their calls with it).
+const CLUSTER_SECRET: &str = "the-local-clusters-secret-0123456789abcdef";
+
 /// A local cluster (`juegoland cluster`: 2 nodes, a router, a scheduler, and what `roles`
 /// adds) on `schema_url` with the client token `secret`, its children's pids kept in
 /// `pids`; answers the process and its router's gRPC and HTTP ports.
@@ -82,7 +85,7 @@ fn local_cluster(schema_url: &str, secret: &str, pids: &std::path::Path, roles: 
     let mut child = Command::new(juegoland_bin())
         .args(["cluster", "--nodes", "2", "--routers", "1", "--schedulers", "1"])
         .args(roles)
-        .args(["--jwt-secret", secret, "--database-url", schema_url])
+        .args(["--jwt-secret", secret, "--database-url", schema_url, "--cluster-secret", CLUSTER_SECRET])
         .args(["--node-port", &node.to_string(), "--router-port", &router.to_string()])
         .args(["--router-http-port", &router_http.to_string(), "--scheduler-http-port", &scheduler.to_string()])
         .arg("--pids-file")
@@ -270,6 +273,9 @@ async fn chaos_kills_a_node_mid_run_and_the_audit_passes() {
         &api,
         "--grpc",
         &grpc,
+        // A router acts for a principal only on a cluster role's stamped call.
+        "--cluster-secret",
+        CLUSTER_SECRET,
         "--jwt-secret",
         "chaos-secret-0123456789abcdef0123456789",
         "--matches",

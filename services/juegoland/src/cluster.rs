@@ -55,6 +55,11 @@ pub struct ClusterConfig {
     /// for `alice` and one for `bob` to play with.
     #[arg(long, env = "JUEGOLAND_JWT_SECRET")]
     pub jwt_secret: Option<String>,
+    /// The cluster secret the roles stamp their gRPC calls with (at least 32 bytes); a random
+    /// one by default. Give it to play through the routers' gRPC from outside
+    /// (`juegoland-loadtest run --grpc … --cluster-secret …`).
+    #[arg(long, env = "JUEGOLAND_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
     /// Keep this file current with every child's PID as JSON (`{"node-0": 1234, …}`),
     /// rewritten whenever a child restarts: the load-test harness reads it to measure the
     /// engine's CPU and to kill a node in its chaos scenario.
@@ -68,8 +73,10 @@ struct Role {
     /// The token secret, given to the child in its environment (`JUEGOLAND_JWT_SECRET`),
     /// which only its user reads, never on its command line, which every local user reads.
     secret: String,
-    /// The streams' secret (`JUEGOLAND_BUS_SECRET`), made for this cluster, the same way.
+    /// The streams' secret (`JUEGOLAND_BUS_SECRET`) and the cluster secret of the gRPC calls
+    /// (`JUEGOLAND_CLUSTER_SECRET`), made for this cluster, given the same way.
     bus_secret: String,
+    cluster_secret: String,
     child: Option<Child>,
 }
 
@@ -79,6 +86,7 @@ impl Role {
             .args(&self.args)
             .env("JUEGOLAND_JWT_SECRET", &self.secret)
             .env("JUEGOLAND_BUS_SECRET", &self.bus_secret)
+            .env("JUEGOLAND_CLUSTER_SECRET", &self.cluster_secret)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -89,8 +97,8 @@ impl Role {
     }
 }
 
-fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
-    let bus_secret = bus_secret.to_owned();
+fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str, cluster_secret: &str) -> Vec<Role> {
+    let (bus_secret, cluster_secret) = (bus_secret.to_owned(), cluster_secret.to_owned());
     let url = config.database_url.clone();
     let mut roles = Vec::new();
     for i in 0..config.nodes {
@@ -110,7 +118,14 @@ fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
         if let Some(port) = config.node_edge_port {
             args.extend(["--edge-http".into(), format!("127.0.0.1:{}", port + i)]);
         }
-        roles.push(Role { name: format!("node-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
+        roles.push(Role {
+            name: format!("node-{i}"),
+            args,
+            secret: secret.to_owned(),
+            bus_secret: bus_secret.clone(),
+            cluster_secret: cluster_secret.clone(),
+            child: None,
+        });
     }
     for i in 0..config.routers {
         let args = vec![
@@ -122,7 +137,14 @@ fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
             "--database-url".into(),
             url.clone(),
         ];
-        roles.push(Role { name: format!("router-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
+        roles.push(Role {
+            name: format!("router-{i}"),
+            args,
+            secret: secret.to_owned(),
+            bus_secret: bus_secret.clone(),
+            cluster_secret: cluster_secret.clone(),
+            child: None,
+        });
     }
     let routers: Vec<String> =
         (0..config.routers).map(|i| format!("http://127.0.0.1:{}", config.router_port + i)).collect();
@@ -136,7 +158,14 @@ fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
             "--redis-url".into(),
             config.redis_url.clone(),
         ];
-        roles.push(Role { name: format!("gateway-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
+        roles.push(Role {
+            name: format!("gateway-{i}"),
+            args,
+            secret: secret.to_owned(),
+            bus_secret: bus_secret.clone(),
+            cluster_secret: cluster_secret.clone(),
+            child: None,
+        });
     }
     for i in 0..config.schedulers {
         let args = vec![
@@ -150,7 +179,14 @@ fn roles(config: &ClusterConfig, secret: &str, bus_secret: &str) -> Vec<Role> {
             "--replica-id".into(),
             format!("scheduler-{i}"),
         ];
-        roles.push(Role { name: format!("scheduler-{i}"), args, secret: secret.to_owned(), bus_secret: bus_secret.clone(), child: None });
+        roles.push(Role {
+            name: format!("scheduler-{i}"),
+            args,
+            secret: secret.to_owned(),
+            bus_secret: bus_secret.clone(),
+            cluster_secret: cluster_secret.clone(),
+            child: None,
+        });
     }
     roles
 }
@@ -190,9 +226,16 @@ pub async fn run(config: ClusterConfig) -> anyhow::Result<()> {
         }
     };
     let tokens = juegoland_edge::Tokens::new(secret.as_bytes(), 86_400).context("token keys")?;
-    let mut bus_secret = [0u8; 32];
+    let (mut bus_secret, mut random) = ([0u8; 32], [0u8; 32]);
     getrandom::fill(&mut bus_secret).context("generate the streams' secret")?;
-    let mut roles = roles(&config, &secret, &hex::encode(bus_secret));
+    getrandom::fill(&mut random).context("generate the cluster secret")?;
+    let cluster_secret = config.cluster_secret.clone().unwrap_or_else(|| hex::encode(random));
+    anyhow::ensure!(
+        cluster_secret.len() >= 32,
+        "--cluster-secret: the cluster secret is at least 32 bytes, this one is {}",
+        cluster_secret.len()
+    );
+    let mut roles = roles(&config, &secret, &hex::encode(bus_secret), &cluster_secret);
     for role in &mut roles {
         role.start(&exe)?;
     }

@@ -122,7 +122,14 @@ impl Proc {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let addr = self.http.trim_start_matches("http://");
         let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect to the HTTP server");
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        // A router given a platform token serves its metrics to that token only.
+        let auth = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "JUEGOLAND_PLATFORM_TOKEN")
+            .map(|(_, token)| format!("Authorization: Bearer {token}\r\n"))
+            .unwrap_or_default();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n");
         s.write_all(req.as_bytes()).await.expect("write");
         let mut out = String::new();
         s.read_to_string(&mut out).await.expect("read");

@@ -17,6 +17,7 @@ mod gateway;
 mod harness;
 mod http_errors;
 mod hundido;
+mod internal_calls;
 mod laberinto;
 mod logs;
 mod migration;
