@@ -199,7 +199,10 @@ pub fn router(state: EdgeState) -> Router {
             .route("/v1/packages/{id}/{version}/{*path}", get(package_file));
     }
     // The same protocol over Socket.IO, at socketioxide's default path `/socket.io`.
-    let socket_io = state.inner.gateway.clone().map(|gateway| crate::sio::layer(gateway, state.inner.tokens.clone()));
+    let socket_io = state.inner.gateway.clone().map(|gateway| {
+        let (limits, refused) = (state.inner.limits.clone(), state.inner.refused.clone());
+        (crate::sio::layer(gateway, state.inner.tokens.clone()), limits, refused)
+    });
     let allowed_hosts = state.inner.allowed_hosts.clone();
     let r = r
         .fallback(no_route)
@@ -208,7 +211,14 @@ pub fn router(state: EdgeState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_JSON_BODY))
         .layer(axum::middleware::map_response(json_errors));
     let r = match socket_io {
-        Some(layer) => r.layer(layer),
+        Some((layer, limits, refused)) => {
+            // Outside the Socket.IO layer: a new session over its address's rate is never
+            // allocated.
+            let sessions = crate::limits::NewSessions::default();
+            r.layer(layer).layer(axum::middleware::from_fn(move |request, next| {
+                session_gate(sessions.clone(), limits.clone(), refused.clone(), request, next)
+            }))
+        }
         None => r,
     };
     // Outermost: a request for another host name reaches nothing, Socket.IO included.
@@ -218,6 +228,33 @@ pub fn router(state: EdgeState) -> Router {
         }
         None => r,
     }
+}
+
+/// Answers `429 RATE_LIMITED` (with `Retry-After`) to a Socket.IO handshake — a request to
+/// `/socket.io/` naming no session (`sid`) — beyond its remote address's allowance of new
+/// sessions; passes everything else.
+async fn session_gate(
+    sessions: crate::limits::NewSessions,
+    limits: EdgeLimits,
+    refused: prometheus::IntCounterVec,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let handshake = request.uri().path().starts_with("/socket.io")
+        && !request.uri().query().unwrap_or("").split('&').any(|pair| pair.starts_with("sid="));
+    let address = request.extensions().get::<RemoteAddr>().map(|r| r.0);
+    if let (true, Some(address)) = (handshake, address)
+        && !sessions.admit(&limits, address)
+    {
+        Refusal::SessionRate.count(&refused);
+        let p = problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RATE_LIMITED",
+            "too many new sessions from this address; retry later",
+        );
+        return ([(header::RETRY_AFTER, RETRY_AFTER_SECONDS.to_string())], p).into_response();
+    }
+    next.run(request).await
 }
 
 /// Answers `421 MISDIRECTED_REQUEST` to a request whose host name (its URI's authority, else

@@ -17,7 +17,10 @@
 //!   closes the connection (slowloris; `server.rs`); a JSON body within `body_timeout` of
 //!   its head, or the request is answered 408; a JSON body holds at most `MAX_JSON_BODY`
 //!   (413); a remote address holds at most `max_http_connections_per_address` HTTP
-//!   connections at once (one more is closed at once, before a byte is read);
+//!   connections at once (one more is closed at once, before a byte is read); an address
+//!   opens at most `sessions_per_second` new Socket.IO sessions (`session_burst` at once;
+//!   429 before one is allocated), and a session that joins no namespace is closed after
+//!   `head_timeout`;
 //! - a WebSocket sends a ping every `ping_interval`; one that delivers no complete message (a
 //!   pong included) for `idle_timeout` is closed with 1008 (a slowloris on frames too);
 //! - each connection's outgoing queue holds `outgoing_queue` messages; a client that lets it
@@ -89,6 +92,13 @@ pub struct EdgeLimits {
     /// Live subscriptions (`game.sync`) per connection; another sync is answered
     /// RATE_LIMITED until one is unsubscribed.
     pub max_subscriptions: usize,
+    /// New engine.io sessions (Socket.IO handshakes) per second per remote IP address, on
+    /// average; above it a handshake is answered 429. A session is allocated before its
+    /// token is read, and one that joins no namespace is closed after `head_timeout`: the
+    /// two bound what a flood of handshakes holds.
+    pub sessions_per_second: u32,
+    /// New engine.io sessions per remote address at once.
+    pub session_burst: u32,
 }
 
 impl Default for EdgeLimits {
@@ -110,6 +120,8 @@ impl Default for EdgeLimits {
             burst: 100,
             sustained_refusals: 1_000,
             max_subscriptions: 64,
+            sessions_per_second: 10,
+            session_burst: 50,
         }
     }
 }
@@ -143,10 +155,12 @@ pub enum Refusal {
     RateSustained,
     /// A sync beyond the connection's subscriptions (answered RATE_LIMITED).
     Subscriptions,
+    /// A new engine.io session over its remote address's rate (answered 429).
+    SessionRate,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 13] = [
+    pub const ALL: [Refusal; 14] = [
         Refusal::ProcessCap,
         Refusal::AddressCap,
         Refusal::PrincipalCap,
@@ -160,6 +174,7 @@ impl Refusal {
         Refusal::RateLimited,
         Refusal::RateSustained,
         Refusal::Subscriptions,
+        Refusal::SessionRate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -177,6 +192,7 @@ impl Refusal {
             Refusal::RateLimited => "rate_limited",
             Refusal::RateSustained => "rate_sustained",
             Refusal::Subscriptions => "subscriptions",
+            Refusal::SessionRate => "session_rate",
         }
     }
 
@@ -364,6 +380,31 @@ impl Drop for Permit {
                 counts.by_principal.remove(principal);
             }
         }
+    }
+}
+
+/// The allowance of new engine.io sessions by remote address (`sio.rs`).
+#[derive(Clone, Default)]
+pub(crate) struct NewSessions(Arc<Mutex<SessionCounts>>);
+
+#[derive(Default)]
+struct SessionCounts {
+    by_address: HashMap<IpAddr, TokenBucket>,
+    since_pruned: usize,
+}
+
+impl NewSessions {
+    /// Whether `address` may open one more session now (taking it from its allowance).
+    pub(crate) fn admit(&self, limits: &EdgeLimits, address: IpAddr) -> bool {
+        let now = Instant::now();
+        let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        counts.since_pruned += 1;
+        if counts.since_pruned >= PRUNE_EVERY {
+            counts.since_pruned = 0;
+            counts.by_address.retain(|_, bucket| !bucket.full(now));
+        }
+        let rate = f64::from(limits.sessions_per_second);
+        counts.by_address.entry(address).or_insert_with(|| TokenBucket::new(rate, limits.session_burst, now)).take(now)
     }
 }
 

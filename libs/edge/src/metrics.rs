@@ -71,7 +71,7 @@ impl EdgeMetrics {
         let refused = IntCounterVec::new(
             Opts::new(
                 "juegoland_edge_refused_total",
-                "Clients refused or closed by an edge limit, by reason (process_cap, address_cap, principal_cap, abusive_address, head_timeout, body_timeout, http_address_cap, idle, slow_reader, too_large, rate_limited, rate_sustained, subscriptions)",
+                "Clients refused or closed by an edge limit, by reason (process_cap, address_cap, principal_cap, abusive_address, head_timeout, body_timeout, http_address_cap, idle, slow_reader, too_large, rate_limited, rate_sustained, subscriptions, session_rate)",
             ),
             &["reason"],
         )?;

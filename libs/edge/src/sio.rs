@@ -97,6 +97,9 @@ pub(crate) fn layer(gateway: Gateway, tokens: Tokens) -> SocketIoLayer {
         .ws_max_frame_size(max_payload)
         .ping_interval(limits.ping_interval)
         .ping_timeout(limits.idle_timeout)
+        // A session that joins no namespace (a handshake left there) goes after the head's
+        // time, not socketioxide's 45 s: sessions are allocated before any token is read.
+        .connect_timeout(limits.head_timeout)
         .build_layer();
     gateway.config.shutdown.add_socket_io(io.clone());
     io.ns("/", Connect { gateway, tokens });

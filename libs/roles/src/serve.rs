@@ -426,6 +426,14 @@ pub struct EdgeLimitsArgs {
     /// milliseconds; then 408.
     #[arg(long, env = "JUEGOLAND_BODY_TIMEOUT_MS", default_value_t = millis(EdgeLimits::default().body_timeout))]
     pub body_timeout_ms: u64,
+    /// New Socket.IO (engine.io) sessions per second per remote IP address, on average
+    /// (beyond it a handshake gets 429); a session that joins nothing within the head timeout
+    /// is closed.
+    #[arg(long, env = "JUEGOLAND_SESSIONS_PER_SECOND", default_value_t = EdgeLimits::default().sessions_per_second)]
+    pub sessions_per_second: u32,
+    /// New Socket.IO sessions per remote IP address at once.
+    #[arg(long, env = "JUEGOLAND_SESSION_BURST", default_value_t = EdgeLimits::default().session_burst)]
+    pub session_burst: u32,
     /// Open HTTP connections per remote IP address (one more is closed at once; behind a
     /// proxy that does not keep the client's address, raise it).
     #[arg(long, env = "JUEGOLAND_MAX_HTTP_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeLimits::default().max_http_connections_per_address)]
@@ -472,6 +480,8 @@ impl EdgeLimitsArgs {
             abusive_close_burst: self.abusive_close_burst,
             head_timeout: Duration::from_millis(self.head_timeout_ms),
             body_timeout: Duration::from_millis(self.body_timeout_ms),
+            sessions_per_second: self.sessions_per_second,
+            session_burst: self.session_burst,
             max_http_connections_per_address: self.max_http_connections_per_address,
             ping_interval: Duration::from_millis(self.ping_interval_ms),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),

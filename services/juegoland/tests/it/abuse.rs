@@ -264,6 +264,37 @@ async fn http_connection_floods_slow_bodies_and_large_bodies_are_bounded() {
     play(&mut bob, &mut alice, &m, 1, 4).await;
 }
 
+/// Socket.IO handshakes allocate a session before any token is read: an address's new
+/// sessions beyond its allowance are refused 429 before they are allocated, and a session
+/// that joins nothing is gone after the head timeout — while a connected client plays.
+#[tokio::test]
+async fn a_flood_of_socket_io_handshakes_is_bounded() {
+    let server = Server::start(&["--sessions-per-second", "1", "--session-burst", "3", "--head-timeout-ms", "500"]);
+    let (m, mut alice, mut bob) = playing(&server, "alice", "bob").await;
+    let addr = server.addr.to_string();
+    let handshake = "/socket.io/?EIO=4&transport=polling";
+    let mut sids = Vec::new();
+    for _ in 0..3 {
+        let (status, _, body) = crate::client::http_with(&addr, "GET", handshake, &[], b"").await;
+        assert_eq!(status, 200, "{body}");
+        let open: Value = serde_json::from_str(body.trim_start_matches('0')).expect("an engine.io open packet");
+        sids.push(open["sid"].as_str().unwrap().to_owned());
+    }
+    for _ in 0..5 {
+        let (status, head, body) = crate::client::http_with(&addr, "GET", handshake, &[], b"").await;
+        assert_eq!(status, 429, "{body}");
+        assert!(head.contains("retry-after: 5") && body.contains("RATE_LIMITED"), "{head}{body}");
+    }
+    assert_eq!(refused(&server, "session_rate").await, 5.0);
+    // A session's own requests are not handshakes; one that joined nothing is gone.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let poll = format!("/socket.io/?EIO=4&transport=polling&sid={}", sids[0]);
+    let (status, _, body) = crate::client::http_with(&addr, "GET", &poll, &[], b"").await;
+    assert_ne!(status, 429, "{body}");
+    assert_ne!(status, 200, "a session that joined nothing is still open: {body}");
+    play(&mut alice, &mut bob, &m, 0, 3).await;
+}
+
 #[tokio::test]
 async fn an_address_closed_for_abuse_too_often_is_refused_429_while_its_connected_clients_play() {
     let server = Server::start(&["--abusive-close-burst", "2", "--abusive-closes-per-minute", "6"]);
