@@ -40,9 +40,3 @@ pub use serve::{
     run_node, run_router, run_scheduler,
 };
 pub use webhooks::{WebhookMetrics, WebhookOptions, Webhooks};
-
-/// Now, in ms since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
-}

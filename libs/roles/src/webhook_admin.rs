@@ -42,7 +42,7 @@ impl StoreWebhooks {
 
     async fn view(&self, row: &WebhookEndpoint) -> Result<WebhookView, WebhookError> {
         let cursor = self.endpoints.webhook_cursor(&row.id).await.map_err(store_error)?;
-        let now_ms = crate::now_ms();
+        let now_ms = juegoland_actors::shell::now_ms();
         Ok(WebhookView {
             id: row.id.clone(),
             url: row.url.clone(),
@@ -68,8 +68,11 @@ impl StoreWebhooks {
             if stored.origin == WebhookOrigin::Config {
                 return Err(WebhookError::Configured(id.into()));
             }
-            let changed =
-                WebhookEndpoint { version: stored.version + 1, updated_ms: crate::now_ms(), ..change(&stored)? };
+            let changed = WebhookEndpoint {
+                version: stored.version + 1,
+                updated_ms: juegoland_actors::shell::now_ms(),
+                ..change(&stored)?
+            };
             if self.endpoints.update_webhook(&changed, stored.version).await.map_err(store_error)? {
                 return Ok(changed);
             }
@@ -89,7 +92,7 @@ impl WebhookAdmin for StoreWebhooks {
             Some(after) => cursor(after)?,
             None => self.endpoints.feed_end().await.map_err(store_error)?,
         };
-        let now_ms = crate::now_ms();
+        let now_ms = juegoland_actors::shell::now_ms();
         let row = WebhookEndpoint {
             id: request.id.clone(),
             url: request.url,
@@ -155,7 +158,8 @@ impl WebhookAdmin for StoreWebhooks {
         let secret = secret(request.secret)?;
         let row = self
             .rewrite(id, |stored| {
-                let until = crate::now_ms().saturating_add(i64::try_from(overlap_ms).unwrap_or(i64::MAX));
+                let until =
+                    juegoland_actors::shell::now_ms().saturating_add(i64::try_from(overlap_ms).unwrap_or(i64::MAX));
                 Ok(WebhookEndpoint {
                     secret: secret.clone().into_bytes(),
                     previous_secret: (overlap_ms > 0).then(|| stored.secret.clone()),

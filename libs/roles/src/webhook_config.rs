@@ -200,7 +200,7 @@ pub(crate) async fn write_configured(
     configured: &[Endpoint],
     overlap: std::time::Duration,
 ) -> Result<(), StoreError> {
-    let now_ms = crate::now_ms();
+    let now_ms = juegoland_actors::shell::now_ms();
     let overlap_ms = i64::try_from(overlap.as_millis()).unwrap_or(i64::MAX);
     for endpoint in configured {
         let url = endpoint.url.to_string();
@@ -343,7 +343,7 @@ mod tests {
         write_configured(&store, std::slice::from_ref(&second), overlap).await.unwrap();
         let rotated = store.webhook_endpoint("ratings").await.unwrap().unwrap();
         assert_eq!((rotated.version, rotated.kinds.clone()), (2, Some(vec!["finished".to_owned()])));
-        let now = crate::now_ms();
+        let now = juegoland_actors::shell::now_ms();
         assert_eq!(rotated.signing_secrets(now), [&b"two"[..], &b"one"[..]], "both sign during the overlap");
         assert_eq!(rotated.signing_secrets(now + 3_600_001), [&b"two"[..]], "then only the new one");
 
